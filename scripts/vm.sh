@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Boot a built guest kernel with the host's root shared read-only over 9p,
+# run one command in it and return that command's exit status.
+#
+#   scripts/vm.sh [options] [--] command [args...]
+#
+#   --flavor guest|debug   kernel to boot (default guest)
+#   --kernel PATH          boot this bzImage instead
+#   --cpus N               vCPUs (default 2)
+#   --mem SIZE             guest RAM (default 2G)
+#   --disk SPEC            add a virtio-blk disk; repeatable. SPEC is
+#                          file[:size=1G,queues=2,aio=io_uring] (sparse file)
+#                          or null[:size=1G,queues=2] (QEMU null-co, reads
+#                          return zeroes). Default: one file disk.
+#   --no-disk              no virtio-blk disk at all
+#   --qemu ARG             extra QEMU argument; repeatable
+#   --append ARGS          extra kernel command line
+#   --timeout SECS         kill the VM after this long (default 1800)
+#   --keep DIR             use DIR as run directory and keep it
+#
+# The run directory (shared with the guest read-write as /run/vstor) holds
+# console.log, output, dmesg and status. A kernel log with a WARNING, BUG,
+# Oops, KASAN, UBSAN or lockdep report makes the run fail (exit 125 when the
+# command itself succeeded), as does a guest that never reported a status.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+flavor=guest kernel="" cpus=2 mem=2G timeout=1800 append="" rundir=""
+disks=() extra=() nodisk=0
+while (($#)); do
+	case $1 in
+	--flavor) flavor=$2; shift 2 ;;
+	--kernel) kernel=$2; shift 2 ;;
+	--cpus) cpus=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--disk) disks+=("$2"); shift 2 ;;
+	--no-disk) nodisk=1; shift ;;
+	--qemu) extra+=("$2"); shift 2 ;;
+	--append) append+=" $2"; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--keep) rundir=$2; shift 2 ;;
+	--) shift; break ;;
+	-*) die "unknown option $1 (see the header of $0)" ;;
+	*) break ;;
+	esac
+done
+(($#)) || die "no command given"
+kernel=${kernel:-$(kobj "$flavor")/arch/x86/boot/bzImage}
+[[ -r $kernel ]] || die "no kernel at $kernel: run scripts/build-kernel.sh $flavor"
+((nodisk)) || ((${#disks[@]})) || disks=(file)
+
+if [[ -z $rundir ]]; then
+	mkdir -p "$BUILD/vm"
+	rundir=$(mktemp -d "$BUILD/vm/run.XXXXXX")
+	trap 'rm -rf "$rundir"' EXIT
+else
+	mkdir -p "$rundir"
+	rm -f "$rundir"/{status,output,dmesg,console.log}
+fi
+rundir=$(cd "$rundir" && pwd)
+
+# The command, run by guest-init.sh from the caller's directory.
+{
+	echo "cd $(printf '%q' "$PWD") || exit 1"
+	printf '%q ' "$@"
+	echo
+} >"$rundir/cmd"
+
+# Accelerator: KVM only when it is a real hardware KVM (kvm_intel/kvm_amd);
+# the paravirtual KVM on our build machines cannot boot a stock kernel.
+accel=${VM_ACCEL:-}
+if [[ -z $accel ]]; then
+	accel=tcg
+	if [[ -w /dev/kvm ]] && { [[ -d /sys/module/kvm_intel ]] || [[ -d /sys/module/kvm_amd ]]; } &&
+		[[ ! -d /sys/module/kvm_pvm ]]; then
+		accel=kvm
+	fi
+fi
+case $accel in
+kvm) accel_args=(-accel kvm -cpu host) ;;
+tcg) accel_args=(-accel tcg,thread=multi -cpu max) ;;
+*) die "VM_ACCEL must be kvm or tcg" ;;
+esac
+
+disk_args=()
+i=0
+for spec in "${disks[@]}"; do
+	kind=${spec%%:*}
+	opts=""
+	[[ $spec == *:* ]] && opts=${spec#*:}
+	size=1G queues=2 aio=io_uring
+	IFS=, read -ra kv <<<"$opts"
+	for o in "${kv[@]}"; do
+		case $o in
+		size=*) size=${o#size=} ;;
+		queues=*) queues=${o#queues=} ;;
+		aio=*) aio=${o#aio=} ;;
+		*) die "unknown disk option '$o' in '$spec'" ;;
+		esac
+	done
+	case $kind in
+	file)
+		img=$rundir/disk$i.img
+		truncate -s "$size" "$img"
+		disk_args+=(-drive "file=$img,if=none,id=d$i,format=raw,cache=none,aio=$aio")
+		;;
+	null)
+		bytes=$(numfmt --from=iec "$size")
+		disk_args+=(-blockdev "driver=null-co,node-name=d$i,size=$bytes,read-zeroes=on")
+		;;
+	*) die "unknown disk kind '$kind' (file or null)" ;;
+	esac
+	disk_args+=(-device "virtio-blk-pci,drive=d$i,num-queues=$queues,serial=vstor$i")
+	i=$((i + 1))
+done
+
+cmdline="console=ttyS0 root=root rootfstype=9p"
+cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=1048576,cache=loose ro"
+cmdline+=" init=$TOP/scripts/guest-init.sh panic=-1 loglevel=7"
+cmdline+=" rcupdate.rcu_cpu_stall_timeout=60$append"
+
+qemu=(qemu-system-x86_64 -machine pc "${accel_args[@]}" -smp "$cpus" -m "$mem"
+	-display none -no-reboot -monitor none -serial "file:$rundir/console.log"
+	-qmp "unix:$rundir/qmp.sock,server=on,wait=off"
+	-kernel "$kernel" -append "$cmdline"
+	-virtfs "local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap"
+	-virtfs "local,path=$rundir,mount_tag=vstor,security_model=none"
+	"${disk_args[@]}" "${extra[@]}")
+printf '%q ' "${qemu[@]}" >"$rundir/qemu.cmd"
+
+: >"$rundir/output"
+timeout --foreground -k 10 "$timeout" "${qemu[@]}" </dev/null >"$rundir/qemu.log" 2>&1 &
+qpid=$!
+tail -q -n +1 --pid=$qpid -f "$rundir/output" &
+tpid=$!
+set +e
+wait $qpid
+qrc=$?
+wait $tpid 2>/dev/null
+set -e
+
+if [[ ! -s $rundir/status ]]; then
+	printf 'vm: guest did not finish (qemu exit %d); last console lines:\n' "$qrc" >&2
+	tail -n 40 "$rundir/console.log" >&2 || true
+	cat "$rundir/qemu.log" >&2 || true
+	exit 124
+fi
+rc=$(cat "$rundir/status")
+if grep -Eq "$KLOG_BAD" "$rundir/console.log"; then
+	printf 'vm: kernel log reports a problem:\n' >&2
+	grep -E -B2 -A20 "$KLOG_BAD" "$rundir/console.log" | head -n 80 >&2
+	((rc != 0)) || rc=125
+fi
+exit "$rc"
