@@ -117,7 +117,7 @@ done
 cmdline="console=ttyS0 root=root rootfstype=9p"
 cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=1048576,cache=loose ro"
 cmdline+=" init=$TOP/scripts/guest-init.sh panic=-1 loglevel=7"
-cmdline+=" rcupdate.rcu_cpu_stall_timeout=60$append"
+cmdline+=" rcupdate.rcu_cpu_stall_timeout=60 brd.rd_nr=0 null_blk.nr_devices=0$append"
 
 qemu=(qemu-system-x86_64 -machine pc "${accel_args[@]}" -smp "$cpus" -m "$mem"
 	-display none -no-reboot -monitor none -serial "file:$rundir/console.log"

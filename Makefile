@@ -1,0 +1,50 @@
+# Entry points; the work is done by scripts/, tests/ and bench/.
+.PHONY: all setup prepare refresh kernel debug-kernel tools check demo test test-debug bench-poll clean help
+
+help:
+	@echo "make demo        build the patched guest, boot it, report poll queues at work (main job)"
+	@echo "make test        the whole test run (what .ci/run does)"
+	@echo "make test-debug  the guest suites on the debug (KASAN, lockdep) kernel"
+	@echo "make prepare     unpack linux-source-6.12 into build/linux and apply kernel/patches"
+	@echo "make refresh     export build/linux commits back into kernel/patches"
+	@echo "make kernel      build the guest kernel (debug-kernel: the debug flavour)"
+	@echo "make check       checkpatch --strict and a build at every patch"
+	@echo "make bench-poll  polled vs interrupt-driven virtio-blk benchmark"
+
+all: kernel tools
+
+setup:
+	scripts/setup.sh
+
+prepare: setup
+	scripts/prepare.sh
+
+refresh:
+	scripts/refresh.sh
+
+kernel: prepare
+	scripts/build-kernel.sh guest
+
+debug-kernel: prepare
+	scripts/build-kernel.sh debug
+
+tools:
+	$(MAKE) -C tests/tools OUT=$(CURDIR)/build/tools
+
+check: kernel
+	scripts/check-series.sh all
+
+demo:
+	scripts/demo.sh
+
+test:
+	tests/run.sh
+
+test-debug:
+	tests/run.sh --debug --quick
+
+bench-poll: kernel
+	bench/poll.sh
+
+clean:
+	rm -rf build/obj-* build/tools build/vm build/logs

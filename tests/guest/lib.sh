@@ -1,0 +1,75 @@
+# Helpers for guest-side test suites; sourced by tests/guest/run.sh.
+# shellcheck shell=bash
+# A suite file defines test functions and lists them in order:
+#   TESTS=(fn1 fn2 ...)   and   desc_fn1="what it checks" ...
+# Each function returns 0 for pass; anything else is a failure. Diagnostics go
+# to stdout prefixed with "# " by the runner. A kernel log line matching
+# KLOG_BAD that appears while a test runs fails that test.
+
+TOOLS=${TOOLS:-$TOP/build/tools}
+
+fail() { echo "FAIL: $*"; return 1; }
+note() { echo "$*"; }
+
+# expect_eq WHAT GOT WANT
+expect_eq() {
+	[[ $2 == "$3" ]] || fail "$1: got '$2', want '$3'"
+}
+
+# Disk name (vda, ...) of the virtio-blk disk with this serial.
+disk_by_serial() {
+	local d
+	for d in /sys/block/vd*; do
+		[[ $(cat "$d/serial" 2>/dev/null) == "$1" ]] && { basename "$d"; return 0; }
+	done
+	return 1
+}
+
+# virtioN device behind a disk.
+virtio_dev() { basename "$(readlink -f "/sys/block/$1/device")"; }
+
+# Space-separated hctx types of a disk, in hctx order.
+hctx_types() {
+	local n=0 out=()
+	while [[ -e /sys/kernel/debug/block/$1/hctx$n/type ]]; do
+		out+=("$(cat "/sys/kernel/debug/block/$1/hctx$n/type")")
+		n=$((n + 1))
+	done
+	echo "${out[*]}"
+}
+
+# Total interrupts taken by IRQ lines whose name matches a regex.
+irq_sum() {
+	awk -v re="$1" '$NF ~ re { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; else break } END { print s + 0 }' /proc/interrupts
+}
+
+# Number of IRQ lines whose name matches a regex.
+irq_lines() { awk -v re="$1" '$NF ~ re' /proc/interrupts | wc -l; }
+
+# fio_json OUT ARGS...: run fio with JSON output into OUT; fail on fio error.
+fio_json() {
+	local out=$1
+	shift
+	if ! fio --output-format=json --output="$out" "$@" >"$out.log" 2>&1; then
+		cat "$out.log"
+		[[ -s $out ]] && grep -E '"error"' "$out" | head -5
+		return 1
+	fi
+}
+
+# fio_field OUT DIR EXPR: print a number from fio JSON of job 0. EXPR is a
+# python expression over j (the job's DIR section), e.g. 'j["iops"]'.
+fio_field() {
+	/usr/bin/python3 -c '
+import json, sys
+job = json.load(open(sys.argv[1]))["jobs"][0]
+j = job[sys.argv[2]]
+print(eval(sys.argv[3]))' "$1" "$2" "$3"
+}
+
+# rebind_virtio DEV: unbind and bind a virtio device so virtio_blk probes it
+# again (picking up changed module parameters).
+rebind_virtio() {
+	echo "$1" >/sys/bus/virtio/drivers/virtio_blk/unbind &&
+		echo "$1" >/sys/bus/virtio/drivers/virtio_blk/bind
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, prepares the kernel tree,
+# builds the guest kernel and the test tools, checks the series, boots guests
+# and runs the guest suites. Prints KTAP and ends with "N passed, N failed".
+#
+#   tests/run.sh [--debug] [--quick] [boot...]
+#     --debug   run the guest suites on the debug kernel (KASAN, lockdep, ...)
+#     --quick   skip the per-patch build check
+#     boot      only these guest boots (default: all; see BOOTS below)
+set -uo pipefail
+. "$(dirname "$0")/../scripts/lib.sh"
+
+flavor=guest quick=0
+want=()
+for a in "$@"; do
+	case $a in
+	--debug) flavor=debug ;;
+	--quick) quick=1 ;;
+	-*) die "unknown option $a" ;;
+	*) want+=("$a") ;;
+	esac
+done
+
+# Guest boots: name | scripts/vm.sh options | suites run in that boot.
+BOOTS=(
+	"poll|--cpus 2 --disk file:queues=2 --append virtio_blk.num_poll_queues=1|poll sgl"
+	"clamp|--cpus 2 --disk file:queues=2 --disk null:queues=1 --append virtio_blk.num_poll_queues=4|clamp"
+	"multi|--cpus 4 --disk file:queues=4 --append virtio_blk.poll_queues=3|multi"
+)
+
+passed=0 failed=0 n=0
+result() { # result OK|FAIL name
+	n=$((n + 1))
+	if [[ $1 == OK ]]; then
+		passed=$((passed + 1))
+		echo "ok $n $2"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n $2"
+	fi
+}
+finish() {
+	echo "$passed passed, $failed failed"
+	((failed == 0))
+	exit
+}
+start=$SECONDS
+echo "KTAP version 1"
+
+# Set-up steps: a failure here stops the run (nothing after can work).
+step() { # step name command...
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		printf '%s\n' "$out" | grep '^==>' | sed 's/^/# /'
+		result OK "$name"
+	else
+		printf '%s\n' "$out" | tail -n 40 | sed 's/^/# /'
+		result FAIL "$name"
+		finish
+	fi
+}
+step "setup: dependencies installed" "$TOP/scripts/setup.sh"
+step "series: applies to $BASE_PKG $(base_version)" "$TOP/scripts/prepare.sh"
+step "series: prepare + refresh round trip changes nothing" "$TOP/scripts/refresh.sh" --check
+step "build: $flavor kernel, config fragments applied" "$TOP/scripts/build-kernel.sh" "$flavor"
+step "build: test tools" make -s -C "$TOP/tests/tools" OUT="$BUILD/tools"
+
+# Series hygiene, one result per patch.
+while read -r line; do
+	case $line in
+	*": clean" | *": ok"*) result OK "series: $line" ;;
+	*": FAILED") result FAIL "series: $line" ;;
+	*) echo "# $line" ;;
+	esac
+done < <(
+	"$TOP/scripts/check-series.sh" checkpatch 2>&1
+	if ((quick == 0)); then "$TOP/scripts/check-series.sh" bisect 2>&1; fi
+)
+
+mkdir -p "$BUILD/logs"
+for b in "${BOOTS[@]}"; do
+	IFS='|' read -r name opts suites <<<"$b"
+	if ((${#want[@]})) && [[ " ${want[*]} " != *" $name "* ]]; then
+		continue
+	fi
+	echo "# boot $name ($flavor): vm.sh $opts -- tests/guest/run.sh $suites"
+	keep=$BUILD/logs/$name
+	rm -rf "$keep"
+	# shellcheck disable=SC2086
+	"$TOP/scripts/vm.sh" --flavor "$flavor" --keep "$keep" $opts -- \
+		"$TOP/tests/guest/run.sh" $suites >"$keep.out" 2>&1
+	vmrc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) result OK "$name: ${line#ok * }" ;;
+		"not ok "*) result FAIL "$name: ${line#not ok * }" ;;
+		"KTAP version"* | 1..*) ;;
+		*) echo "  $line" ;;
+		esac
+	done <"$keep.out"
+	if [[ ! -s $keep/status ]]; then
+		result FAIL "$name: guest did not complete (vm.sh exit $vmrc, see $keep/console.log)"
+	elif grep -Eq "$KLOG_BAD" "$keep/console.log"; then
+		result FAIL "$name: kernel log reports a problem (see $keep/console.log)"
+	else
+		result OK "$name: guest booted, ran its suites and powered off; kernel log clean"
+	fi
+done
+echo "# $flavor run took $((SECONDS - start))s"
+finish
