@@ -3,7 +3,7 @@
 
 help:
 	@echo "make demo        build the patched guest, boot it, report poll queues at work (main job)"
-	@echo "make test        the whole test run (what .ci/run does)"
+	@echo "make test        the whole test run (what .ci/run does); FLAVOR=debug for the debug kernel"
 	@echo "make test-debug  the guest suites on the debug (KASAN, lockdep) kernel"
 	@echo "make prepare     unpack linux-source-6.12 into build/linux and apply kernel/patches"
 	@echo "make refresh     export build/linux commits back into kernel/patches"
@@ -37,8 +37,10 @@ check: kernel
 demo:
 	scripts/demo.sh
 
+# make test FLAVOR=debug runs the same tests on the debug kernel.
+FLAVOR ?= guest
 test:
-	tests/run.sh
+	tests/run.sh $(if $(filter debug,$(FLAVOR)),--debug)
 
 test-debug:
 	tests/run.sh --debug --quick

@@ -70,9 +70,13 @@ export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=1
 ccache -M 8G >/dev/null 2>&1 || true
 jobs=${JOBS:-$(nproc)}
 start=$SECONDS
-make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$jobs" bzImage >"$obj/build.log" 2>&1 || {
+{
+	make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$jobs" bzImage modules &&
+		rm -rf "$obj/modroot" &&
+		make -C "$KSRC" O="$obj" INSTALL_MOD_PATH="$obj/modroot" modules_install
+} >"$obj/build.log" 2>&1 || {
 	grep -E 'error|Error' "$obj/build.log" | head -40 >&2
 	die "kernel build failed: see $obj/build.log"
 }
 grep -E 'warning:' "$obj/build.log" >&2 || true
-log "built $obj/arch/x86/boot/bzImage in $((SECONDS - start))s ($(make -s -C "$KSRC" O="$obj" kernelrelease))"
+log "built $obj/arch/x86/boot/bzImage and modules (in $obj/modroot) in $((SECONDS - start))s ($(make -s -C "$KSRC" O="$obj" kernelrelease))"

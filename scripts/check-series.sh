@@ -38,7 +38,7 @@ if [[ $what == bisect || $what == all ]]; then
 		subj=$(git -C "$KSRC" log -1 --format=%s "$c")
 		git -C "$KSRC" checkout -q "$c"
 		start=$SECONDS
-		if make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$(nproc)" bzImage >"$obj/bisect.log" 2>&1 &&
+		if make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$(nproc)" bzImage modules >"$obj/bisect.log" 2>&1 &&
 			! grep -q 'warning:' "$obj/bisect.log"; then
 			echo "builds: $subj: ok ($((SECONDS - start))s)"
 		else

@@ -17,6 +17,13 @@ mkdir -p /run/vstor
 mount -t 9p -o trans=virtio,version=9p2000.L,cache=none vstor /run/vstor
 hostname vstor-guest 2>/dev/null
 
+# Modules of the booted kernel (virtio_blk, ...): modprobe applies their
+# options from the kernel command line (virtio_blk.num_poll_queues=N).
+if [ -s /run/vstor/modroot ] && [ -s /run/vstor/modules ]; then
+	modprobe -d "$(cat /run/vstor/modroot)" -a $(cat /run/vstor/modules) ||
+		echo "guest-init: modprobe failed" >&2
+fi
+
 cd /run/vstor || exit 1
 /bin/bash /run/vstor/cmd >/run/vstor/output 2>&1
 echo $? >/run/vstor/status

@@ -15,6 +15,8 @@
 #   --no-disk              no virtio-blk disk at all
 #   --qemu ARG             extra QEMU argument; repeatable
 #   --append ARGS          extra kernel command line
+#   --modules "M..."       modules to load at boot (default virtio_blk; ""
+#                          for none); their options come from --append
 #   --timeout SECS         kill the VM after this long (default 1800)
 #   --keep DIR             use DIR as run directory and keep it
 #
@@ -26,6 +28,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 flavor=guest kernel="" cpus=2 mem=2G timeout=1800 append="" rundir=""
+modules=virtio_blk
 disks=() extra=() nodisk=0
 while (($#)); do
 	case $1 in
@@ -37,6 +40,7 @@ while (($#)); do
 	--no-disk) nodisk=1; shift ;;
 	--qemu) extra+=("$2"); shift 2 ;;
 	--append) append+=" $2"; shift 2 ;;
+	--modules) modules=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--keep) rundir=$2; shift 2 ;;
 	--) shift; break ;;
@@ -55,9 +59,16 @@ if [[ -z $rundir ]]; then
 	trap 'rm -rf "$rundir"' EXIT
 else
 	mkdir -p "$rundir"
-	rm -f "$rundir"/{status,output,dmesg,console.log}
+	rm -f "$rundir"/{status,output,dmesg,console.log,modroot,modules}
 fi
 rundir=$(cd "$rundir" && pwd)
+
+# Modules installed next to the kernel by build-kernel.sh.
+modroot=$(cd "$(dirname "$kernel")/../../.." && pwd)/modroot
+if [[ -d $modroot/lib/modules ]]; then
+	echo "$modroot" >"$rundir/modroot"
+	echo "$modules" >"$rundir/modules"
+fi
 
 # The command, run by guest-init.sh from the caller's directory.
 {

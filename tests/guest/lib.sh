@@ -73,3 +73,8 @@ rebind_virtio() {
 	echo "$1" >/sys/bus/virtio/drivers/virtio_blk/unbind &&
 		echo "$1" >/sys/bus/virtio/drivers/virtio_blk/bind
 }
+
+# modprobe/rmmod for the booted kernel's modules (installed in the build tree,
+# not in the host's /lib/modules).
+MODROOT=$(cat /run/vstor/modroot 2>/dev/null)
+vmodprobe() { modprobe -d "$MODROOT" "$@"; }

@@ -4,7 +4,7 @@
 # shellcheck shell=bash
 
 TESTS=(poll_layout poll_hipri_no_irq poll_plain_irq poll_mixed poll_verify
-	poll_cross_verify poll_runtime_off poll_runtime_alias)
+	poll_cross_verify poll_runtime_off poll_runtime_alias poll_module_load)
 
 poll_disk() { disk_by_serial vstor0; }
 
@@ -144,6 +144,40 @@ poll_runtime_alias() {
 	d=$(poll_disk) || fail "disk did not come back" || return
 	expect_eq "hctx types" "$(hctx_types "$d")" "default poll" || return
 	fio_json /tmp/h.json --name=h --filename="/dev/$d" --ioengine=io_uring \
+		--direct=1 --rw=randwrite --bs=4k --iodepth=4 --hipri=1 --size=4M \
+		--verify=crc32c
+}
+
+# reload_virtio_blk ARGS...: unload virtio_blk and load it with ARGS.
+reload_virtio_blk() {
+	rmmod virtio_blk || fail "rmmod virtio_blk" || return
+	vmodprobe virtio_blk "$@" || fail "modprobe virtio_blk $*" || return
+	udev_settle_disk
+}
+
+# Wait (briefly) for the vstor0 disk to appear after a probe.
+udev_settle_disk() {
+	local i
+	for i in $(seq 50); do
+		disk_by_serial vstor0 >/dev/null && return 0
+		sleep 0.1
+	done
+	fail "vstor0 did not appear"
+}
+
+desc_poll_module_load="module load: num_poll_queues=0, poll_queues=1 and num_poll_queues=1 take effect"
+poll_module_load() {
+	local d
+	reload_virtio_blk num_poll_queues=0 || return
+	d=$(poll_disk) || return
+	expect_eq "num_poll_queues=0: hctx types" "$(hctx_types "$d")" "default default" || return
+	reload_virtio_blk poll_queues=1 || return
+	d=$(poll_disk) || return
+	expect_eq "poll_queues=1: hctx types" "$(hctx_types "$d")" "default poll" || return
+	reload_virtio_blk num_poll_queues=1 || return
+	d=$(poll_disk) || return
+	expect_eq "num_poll_queues=1: hctx types" "$(hctx_types "$d")" "default poll" || return
+	fio_json /tmp/ml.json --name=ml --filename="/dev/$d" --ioengine=io_uring \
 		--direct=1 --rw=randwrite --bs=4k --iodepth=4 --hipri=1 --size=4M \
 		--verify=crc32c
 }
