@@ -78,3 +78,29 @@ rebind_virtio() {
 # not in the host's /lib/modules).
 MODROOT=$(cat /run/vstor/modroot 2>/dev/null)
 vmodprobe() { modprobe -d "$MODROOT" "$@"; }
+
+# sysfs_write PATH VALUE: write VALUE in one write(2); print OK or the errno
+# name (EINVAL, ...).
+sysfs_write() {
+	/usr/bin/python3 - "$1" "$2" <<'PY'
+import errno, os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_WRONLY)
+    try:
+        os.write(fd, sys.argv[2].encode())
+    finally:
+        os.close(fd)
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e.errno)))
+PY
+}
+
+# expect_types DISK NDEFAULT NPOLL: the disk's hctx types are NDEFAULT
+# "default" followed by NPOLL "poll".
+expect_types() {
+	local want=() i
+	for ((i = 0; i < $2; i++)); do want+=(default); done
+	for ((i = 0; i < $3; i++)); do want+=(poll); done
+	expect_eq "$1 hctx types" "$(hctx_types "$1")" "${want[*]}"
+}

@@ -57,6 +57,34 @@ static uint8_t pattern(uint64_t seed, uint64_t off)
 	return (uint8_t)(x >> (8 * (off % 8)));
 }
 
+/* Return 0 if an I/O moved all @want bytes, else report it and return 1. */
+static int io_ok(ssize_t ret, size_t want, const char *path, const char *what,
+		 uint64_t off)
+{
+	if (ret == (ssize_t)want)
+		return 0;
+	fprintf(stderr, "sgl_io: %s %s of %zu bytes at %llu: %s\n", path, what,
+		want, (unsigned long long)off,
+		ret < 0 ? strerror(-ret) : "short transfer");
+	return 1;
+}
+
+static int check_pattern(const uint8_t *buf, size_t len, uint64_t seed,
+			 uint64_t off, const char *what)
+{
+	size_t b;
+
+	for (b = 0; b < len; b++) {
+		if (buf[b] != pattern(seed, off + b)) {
+			fprintf(stderr, "sgl_io: %s mismatch at byte %llu: %#x != %#x\n",
+				what, (unsigned long long)(off + b), buf[b],
+				pattern(seed, off + b));
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int uring_rw(struct io_uring *ring, int fd, int write,
 		    const struct iovec *iov, int n, off_t off)
 {
@@ -171,52 +199,30 @@ int main(int argc, char **argv)
 
 	for (r = 0; r < (size_t)nreq; r++) {
 		uint64_t base = off0 + r * reqbytes;
-		ssize_t ret;
 		size_t b;
 
 		for (b = 0; b < reqbytes; b++)
 			((uint8_t *)iov[b / seg_size].iov_base)[b % seg_size] =
 				pattern(seed, base + b);
-		ret = do_rw(path, &ring, fd, 1, iov, segs, base);
-		if (ret != (ssize_t)reqbytes) {
-			fprintf(stderr, "sgl_io: %s write of %ld segments at %llu: %s\n",
-				paths[path], segs, (unsigned long long)base,
-				ret < 0 ? strerror(-ret) : "short");
+		if (io_ok(do_rw(path, &ring, fd, 1, iov, segs, base), reqbytes,
+			  paths[path], "vectored write", base))
 			return 1;
-		}
 		for (i = 0; i < segs; i++)
 			memset(iov[i].iov_base, 0, seg_size);
-		ret = do_rw(path, &ring, fd, 0, iov, segs, base);
-		if (ret != (ssize_t)reqbytes) {
-			fprintf(stderr, "sgl_io: %s read of %ld segments at %llu: %s\n",
-				paths[path], segs, (unsigned long long)base,
-				ret < 0 ? strerror(-ret) : "short");
+		if (io_ok(do_rw(path, &ring, fd, 0, iov, segs, base), reqbytes,
+			  paths[path], "vectored read", base))
 			return 1;
-		}
-		for (b = 0; b < reqbytes; b++) {
-			uint8_t got = ((uint8_t *)iov[b / seg_size].iov_base)[b % seg_size];
+		/* Gather what the vectored read returned, then check it. */
+		for (i = 0; i < segs; i++)
+			memcpy(flat + i * seg_size, iov[i].iov_base, seg_size);
+		if (check_pattern(flat, reqbytes, seed, base, "vectored read"))
+			return 1;
 
-			if (got != pattern(seed, base + b)) {
-				fprintf(stderr, "sgl_io: vectored read mismatch at byte %llu: %#x != %#x\n",
-					(unsigned long long)(base + b), got,
-					pattern(seed, base + b));
-				return 1;
-			}
-		}
 		memset(flat, 0, reqbytes);
-		ret = pread(fd, flat, reqbytes, base);
-		if (ret != (ssize_t)reqbytes) {
-			fprintf(stderr, "sgl_io: contiguous read at %llu failed\n",
-				(unsigned long long)base);
+		if (io_ok(pread(fd, flat, reqbytes, base) < 0 ? -errno :
+			  (ssize_t)reqbytes, reqbytes, "sync", "contiguous read", base) ||
+		    check_pattern(flat, reqbytes, seed, base, "contiguous read"))
 			return 1;
-		}
-		for (b = 0; b < reqbytes; b++) {
-			if (flat[b] != pattern(seed, base + b)) {
-				fprintf(stderr, "sgl_io: contiguous read mismatch at byte %llu\n",
-					(unsigned long long)(base + b));
-				return 1;
-			}
-		}
 	}
 	printf("sgl_io: %s: %ld requests of %ld x %ld-byte segments verified\n",
 	       paths[path], nreq, segs, seg_size);

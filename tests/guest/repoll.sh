@@ -1,0 +1,228 @@
+# Per-disk runtime change of the number of poll queues
+# (/sys/block/vdX/num_poll_queues). Booted with 4 vCPUs, a four-queue file
+# disk (vstor0) and a two-queue file disk (vstor1), no poll queues at probe.
+# shellcheck shell=bash
+
+TESTS=(repoll_initial repoll_set repoll_bad_input repoll_hipri_0_to_m
+	repoll_idle_poller repoll_flip_under_load repoll_flip_polled_load
+	repoll_to_zero_hipri_ring repoll_concurrent_writers repoll_remove_race)
+
+rp_disk() { disk_by_serial vstor0; }
+rp_attr() { echo "/sys/block/$1/num_poll_queues"; }
+
+# rp_set DISK N: set and check the split.
+rp_set() {
+	local r
+	r=$(sysfs_write "$(rp_attr "$1")" "$2")
+	expect_eq "write $2" "$r" OK || return
+	expect_eq "read back" "$(cat "$(rp_attr "$1")")" "$2" || return
+	expect_types "$1" $((4 - $2)) "$2"
+}
+
+desc_repoll_initial="each disk has num_poll_queues, 0 when probed without poll queues"
+repoll_initial() {
+	local d0 d1
+	d0=$(rp_disk) || fail "no vstor0" || return
+	d1=$(disk_by_serial vstor1) || fail "no vstor1" || return
+	expect_eq "vstor0" "$(cat "$(rp_attr "$d0")")" 0 || return
+	expect_eq "vstor1" "$(cat "$(rp_attr "$d1")")" 0 || return
+	expect_types "$d0" 4 0 || return
+	expect_eq "io_poll" "$(cat "/sys/block/$d0/queue/io_poll")" 0
+}
+
+desc_repoll_set="set 1, 2, 3, 0, 2: hctx types, io_poll and the kernel log follow; the other disk does not change"
+repoll_set() {
+	local d d1 v n
+	d=$(rp_disk) || return
+	d1=$(disk_by_serial vstor1) || return
+	v=$(virtio_dev "$d")
+	for n in 1 2 3 0 2; do
+		rp_set "$d" "$n" || return
+		expect_eq "io_poll at $n" "$(cat "/sys/block/$d/queue/io_poll")" $((n > 0)) || return
+		dmesg | tail -n 5 | grep -q "virtio_blk $v: $((4 - n))/0/$n default/read/poll queues" ||
+			fail "no log line for $n poll queues" || return
+		expect_types "$d1" 2 0 || return
+	done
+}
+
+desc_repoll_bad_input="bad values get EINVAL/ERANGE, change nothing, disk keeps working"
+repoll_bad_input() {
+	local d a v want r
+	d=$(rp_disk) || return
+	a=$(rp_attr "$d")
+	rp_set "$d" 1 || return
+	for v in 4 5 -1 abc "" 1.5 "2 3" 0x1; do
+		r=$(sysfs_write "$a" "$v")
+		expect_eq "write '$v'" "$r" EINVAL || return
+	done
+	r=$(sysfs_write "$a" 99999999999999999999)
+	expect_eq "write 99999999999999999999" "$r" ERANGE || return
+	expect_eq "value after bad writes" "$(cat "$a")" 1 || return
+	expect_types "$d" 3 1 || return
+	fio_json /tmp/bi.json --name=bi --filename="/dev/$d" --ioengine=io_uring \
+		--direct=1 --rw=randwrite --bs=4k --iodepth=4 --hipri=1 --size=4M \
+		--verify=crc32c
+}
+
+desc_repoll_hipri_0_to_m="at 0 hipri gets EOPNOTSUPP; after 0 -> 2 it verifies, without interrupts"
+repoll_hipri_0_to_m() {
+	local d v out before after
+	d=$(rp_disk) || return
+	v=$(virtio_dev "$d")
+	rp_set "$d" 0 || return
+	if out=$(fio --name=h --filename="/dev/$d" --ioengine=io_uring --direct=1 \
+		--rw=randread --bs=4k --hipri=1 --size=1M --number_ios=10 2>&1); then
+		fail "hipri I/O succeeded with 0 poll queues"
+		return
+	fi
+	grep -q "Operation not supported" <<<"$out" || fail "not EOPNOTSUPP: $out" || return
+	rp_set "$d" 2 || return
+	before=$(irq_sum "^$v-req")
+	fio_json /tmp/h.json --name=h --filename="/dev/$d" --ioengine=io_uring \
+		--direct=1 --rw=randwrite --bs=4k --iodepth=8 --hipri=1 --size=8M \
+		--numjobs=2 --offset_increment=16M --verify=crc32c || return
+	after=$(irq_sum "^$v-req")
+	expect_eq "request-queue interrupts during polled I/O" $((after - before)) 0
+}
+
+desc_repoll_idle_poller="a change completes while an IOPOLL ring holds unreaped polled reads; they complete"
+repoll_idle_poller() {
+	local d n out
+	d=$(rp_disk) || return
+	for n in 3 1 0; do
+		coproc IDLE { "$TOOLS/iopoll_idle" "/dev/$d" 32 2>&1; }
+		read -r -t 20 out <&"${IDLE[0]}" || fail "iopoll_idle did not start" || return
+		[[ $out == "submitted 32" ]] || fail "iopoll_idle: $out" || return
+		timeout 30 bash -c "echo $n > $(rp_attr "$d")" ||
+			fail "change to $n did not complete with idle polled requests" || return
+		echo go >&"${IDLE[1]}"
+		read -r -t 20 out <&"${IDLE[0]}" || fail "no result from iopoll_idle" || return
+		wait "$IDLE_PID" || fail "iopoll_idle: $out" || return
+		note "-> $n: $out"
+		expect_types "$d" $((4 - n)) "$n" || return
+	done
+	rp_set "$d" 1
+}
+
+# flip_while DISK PID VALUES...: cycle the count through VALUES while PID
+# runs; print the number of changes made.
+flip_while() {
+	local d=$1 pid=$2 flips=0 n r
+	shift 2
+	while kill -0 "$pid" 2>/dev/null; do
+		for n in "$@"; do
+			r=$(sysfs_write "$(rp_attr "$d")" "$n")
+			[[ $r == OK ]] || { echo "write $n: $r" >&2; echo -1; return; }
+			[[ $(hctx_types "$d" | grep -o poll | wc -l) == "$n" ]] ||
+				{ echo "types after $n: $(hctx_types "$d")" >&2; echo -1; return; }
+			flips=$((flips + 1))
+			sleep 0.2
+		done
+	done
+	echo $flips
+}
+
+desc_repoll_flip_under_load="cycling 0-3 poll queues under a plain fio verify workload loses nothing"
+repoll_flip_under_load() {
+	local d pid flips
+	d=$(rp_disk) || return
+	fio_json /tmp/fl.json --name=fl --filename="/dev/$d" --ioengine=io_uring \
+		--direct=1 --rw=randwrite --bs=4k --iodepth=16 --size=32M \
+		--numjobs=2 --offset_increment=64M --verify=crc32c --verify_backlog=512 \
+		--verify_fatal=1 --loops=3 &
+	pid=$!
+	flips=$(flip_while "$d" $pid 0 3 1 2)
+	wait $pid || fail "fio verify failed across the changes" || return
+	note "$flips changes during the workload"
+	((flips >= 4)) || fail "only $flips changes happened during the workload"
+}
+
+desc_repoll_flip_polled_load="cycling 1-3 poll queues under a hipri fio verify workload loses nothing"
+repoll_flip_polled_load() {
+	local d pid flips
+	d=$(rp_disk) || return
+	rp_set "$d" 1 || return
+	fio_json /tmp/fp.json --name=fp --filename="/dev/$d" --ioengine=io_uring \
+		--direct=1 --rw=randwrite --bs=4k --iodepth=16 --hipri=1 --size=32M \
+		--numjobs=2 --offset_increment=64M --verify=crc32c --verify_backlog=512 \
+		--verify_fatal=1 --loops=3 &
+	pid=$!
+	flips=$(flip_while "$d" $pid 3 1 2)
+	wait $pid || fail "polled fio verify failed across the changes" || return
+	note "$flips changes during the polled workload"
+	((flips >= 3)) || fail "only $flips changes happened during the workload"
+}
+
+desc_repoll_to_zero_hipri_ring="going to 0 under a running hipri job: the job stops with EOPNOTSUPP, no hang"
+repoll_to_zero_hipri_ring() {
+	local d pid rc out
+	d=$(rp_disk) || return
+	rp_set "$d" 2 || return
+	fio --name=z --filename="/dev/$d" --ioengine=io_uring --direct=1 \
+		--rw=randread --bs=4k --iodepth=8 --hipri=1 --time_based \
+		--runtime=20 --size=64M >/tmp/z.out 2>&1 &
+	pid=$!
+	sleep 2
+	rp_set "$d" 0 || return
+	for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+	if kill -0 $pid 2>/dev/null; then
+		kill -9 $pid
+		fail "hipri job still running 10 s after the change"
+		return
+	fi
+	wait $pid
+	rc=$?
+	out=$(cat /tmp/z.out)
+	((rc != 0)) || fail "hipri job succeeded without poll queues" || return
+	grep -q "Operation not supported" <<<"$out" || fail "job failed otherwise: $out" || return
+	note "fio: $(grep -m1 'Operation not supported' <<<"$out")"
+	# Plain I/O is fine and polling comes back.
+	rp_set "$d" 1 || return
+	fio_json /tmp/z.json --name=z2 --filename="/dev/$d" --ioengine=io_uring \
+		--direct=1 --rw=randwrite --bs=4k --iodepth=4 --hipri=1 --size=4M \
+		--verify=crc32c
+}
+
+desc_repoll_concurrent_writers="two writers racing 40 changes each end in a consistent state"
+repoll_concurrent_writers() {
+	local d a p1 p2 n
+	d=$(rp_disk) || return
+	a=$(rp_attr "$d")
+	( for _ in $(seq 20); do echo 1 >"$a" && echo 3 >"$a" || exit 1; done ) &
+	p1=$!
+	( for _ in $(seq 20); do echo 2 >"$a" && echo 0 >"$a" || exit 1; done ) &
+	p2=$!
+	wait $p1 || fail "writer 1 got an error" || return
+	wait $p2 || fail "writer 2 got an error" || return
+	n=$(cat "$a")
+	note "final value $n"
+	expect_types "$d" $((4 - n)) "$n" || return
+	fio_json /tmp/cw.json --name=cw --filename="/dev/$d" --ioengine=io_uring \
+		--direct=1 --rw=randwrite --bs=4k --iodepth=4 --size=4M --verify=crc32c
+}
+
+desc_repoll_remove_race="changes racing with unbinding the device: no crash, disk comes back"
+repoll_remove_race() {
+	local d v a pid r codes
+	d=$(rp_disk) || return
+	v=$(virtio_dev "$d")
+	a=$(rp_attr "$d")
+	( while :; do for n in 1 2 0 3; do sysfs_write "$a" $n; done; done ) >/tmp/rr.out 2>&1 &
+	pid=$!
+	sleep 1
+	echo "$v" >/sys/bus/virtio/drivers/virtio_blk/unbind || fail "unbind" || return
+	sleep 0.5
+	kill $pid
+	wait $pid 2>/dev/null
+	codes=$(sort /tmp/rr.out | uniq -c | tr '\n' ' ')
+	note "write results: $codes"
+	if grep -qv -E '^(OK|ENODEV|ENOENT)$' /tmp/rr.out; then
+		fail "unexpected write results: $codes"
+		return
+	fi
+	echo "$v" >/sys/bus/virtio/drivers/virtio_blk/bind || fail "bind" || return
+	d=$(rp_disk) || fail "disk did not come back" || return
+	expect_eq "num_poll_queues after rebind" "$(cat "$(rp_attr "$d")")" 0 || return
+	r=$(sysfs_write "$(rp_attr "$d")" 2)
+	expect_eq "change after rebind" "$r" OK
+}
