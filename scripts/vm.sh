@@ -139,7 +139,7 @@ qemu=(qemu-system-x86_64 -machine pc "${accel_args[@]}" -smp "$cpus" -m "$mem"
 	"${disk_args[@]}" "${extra[@]}")
 printf '%q ' "${qemu[@]}" >"$rundir/qemu.cmd"
 
-: >"$rundir/output"
+: >"$rundir/output"  # guest-init appends to it
 timeout --foreground -k 10 "$timeout" "${qemu[@]}" </dev/null >"$rundir/qemu.log" 2>&1 &
 qpid=$!
 tail -q -n +1 --pid=$qpid -f "$rundir/output" &
