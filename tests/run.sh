@@ -26,6 +26,7 @@ BOOTS=(
 	"poll|--cpus 2 --disk file:queues=2 --append virtio_blk.num_poll_queues=1|poll sgl"
 	"clamp|--cpus 2 --disk file:queues=2 --disk null:queues=1 --append virtio_blk.num_poll_queues=4|clamp"
 	"multi|--cpus 4 --disk file:queues=4 --append virtio_blk.poll_queues=3|multi"
+	"repoll|--cpus 4 --disk file:queues=4 --disk file:queues=2|repoll"
 )
 
 passed=0 failed=0 n=0
@@ -88,7 +89,7 @@ for b in "${BOOTS[@]}"; do
 	keep=$BUILD/logs/$name
 	rm -rf "$keep"
 	# shellcheck disable=SC2086
-	"$TOP/scripts/vm.sh" --flavor "$flavor" --keep "$keep" $opts -- \
+	"$TOP/scripts/vm.sh" --flavor "$flavor" --keep "$keep" --timeout 900 $opts -- \
 		"$TOP/tests/guest/run.sh" $suites >"$keep.out" 2>&1
 	vmrc=$?
 	while IFS= read -r line; do

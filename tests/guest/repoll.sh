@@ -51,7 +51,7 @@ repoll_bad_input() {
 	d=$(rp_disk) || return
 	a=$(rp_attr "$d")
 	rp_set "$d" 1 || return
-	for v in 4 5 -1 abc "" 1.5 "2 3" 0x1; do
+	for v in 4 5 -1 abc $'\n' 1.5 "2 3" 0x1; do
 		r=$(sysfs_write "$a" "$v")
 		expect_eq "write '$v'" "$r" EINVAL || return
 	done
@@ -87,14 +87,27 @@ repoll_hipri_0_to_m() {
 
 desc_repoll_idle_poller="a change completes while an IOPOLL ring holds unreaped polled reads; they complete"
 repoll_idle_poller() {
-	local d n out
+	local d n out wpid t
 	d=$(rp_disk) || return
+	rp_set "$d" 2 || return
 	for n in 3 1 0; do
 		coproc IDLE { "$TOOLS/iopoll_idle" "/dev/$d" 32 2>&1; }
 		read -r -t 20 out <&"${IDLE[0]}" || fail "iopoll_idle did not start" || return
 		[[ $out == "submitted 32" ]] || fail "iopoll_idle: $out" || return
-		timeout 30 bash -c "echo $n > $(rp_attr "$d")" ||
-			fail "change to $n did not complete with idle polled requests" || return
+		echo "$n" >"$(rp_attr "$d")" &
+		wpid=$!
+		for ((t = 0; t < 300; t++)); do
+			kill -0 $wpid 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 $wpid 2>/dev/null; then
+			# Let the poller poll, which unblocks the change.
+			echo go >&"${IDLE[1]}"
+			wait $wpid
+			fail "change to $n waited for the idle poller"
+			return
+		fi
+		wait $wpid || fail "change to $n failed" || return
 		echo go >&"${IDLE[1]}"
 		read -r -t 20 out <&"${IDLE[0]}" || fail "no result from iopoll_idle" || return
 		wait "$IDLE_PID" || fail "iopoll_idle: $out" || return
