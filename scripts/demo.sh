@@ -7,5 +7,7 @@ set -euo pipefail
 "$TOP/scripts/prepare.sh"
 "$TOP/scripts/build-kernel.sh" guest
 make -s -C "$TOP/tests/tools" OUT="$BUILD/tools"
-log "booting the guest: 2 vCPUs, virtio_blk.num_poll_queues=1, a file disk and a null-co disk with 2 queues each"
-"$TOP/bench/poll.sh" "$@"
+log "poll queues: 2 vCPUs, virtio_blk.num_poll_queues=1, a file disk and a null-co disk with 2 queues each"
+"$TOP/bench/poll.sh"
+log "changing a disk's poll queues at runtime: 2 vCPUs, a two-queue file disk"
+"$TOP/bench/repoll.sh"

@@ -11,17 +11,22 @@ d=$(disk_by_serial vstor0)
 attr=/sys/block/$d/num_poll_queues
 nq=$(hctx_types "$d" | wc -w)
 
-# time_changes N OUT: alternate 0 and 1 N times, one duration (us) per line.
+# time_changes N OUT: alternate 1 and 0 N times, 0.5 s apart; one duration
+# (us) per line. Timed around the write(2) alone, in one process.
 time_changes() {
-	local i t0 t1
-	: >"$2"
-	for ((i = 0; i < $1; i++)); do
-		t0=$(date +%s%N)
-		echo $(((i + 1) % 2)) >"$attr"
-		t1=$(date +%s%N)
-		echo $(((t1 - t0) / 1000)) >>"$2"
-		sleep 0.5
-	done
+	/usr/bin/python3 - "$attr" "$1" "$2" <<'PY'
+import os, sys, time
+attr, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+with open(out, "w") as f:
+    for i in range(n):
+        fd = os.open(attr, os.O_WRONLY)
+        t0 = time.perf_counter()
+        os.write(fd, str((i + 1) % 2).encode())
+        t1 = time.perf_counter()
+        os.close(fd)
+        print(int((t1 - t0) * 1e6), file=f)
+        time.sleep(0.5)
+PY
 }
 
 # A plain QD1 random-read job for the whole measurement.

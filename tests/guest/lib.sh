@@ -104,3 +104,11 @@ expect_types() {
 	for ((i = 0; i < $3; i++)); do want+=(poll); done
 	expect_eq "$1 hctx types" "$(hctx_types "$1")" "${want[*]}"
 }
+
+# quick_verify DISK HIPRI: a small random-write-and-verify job (4 MiB, QD4)
+# that proves the disk works, polled (HIPRI=1) or not.
+quick_verify() {
+	fio_json /tmp/qv.json --name=qv --filename="/dev/$1" --ioengine=io_uring \
+		--direct=1 --rw=randwrite --bs=4k --iodepth=4 --hipri="$2" \
+		--size=4M --verify=crc32c
+}

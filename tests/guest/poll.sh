@@ -129,8 +129,7 @@ poll_runtime_off() {
 	grep -q "Operation not supported" <<<"$out" ||
 		fail "hipri without poll queues did not report EOPNOTSUPP: $out" || return
 	# Plain I/O is unaffected.
-	fio_json /tmp/p.json --name=p --filename="/dev/$d" --ioengine=io_uring \
-		--direct=1 --rw=randwrite --bs=4k --size=4M --verify=crc32c
+	quick_verify "$d" 0
 }
 
 desc_poll_runtime_alias="poll_queues=1 (alias) at runtime + rebind restores the poll hctx"
@@ -143,9 +142,7 @@ poll_runtime_alias() {
 	rebind_virtio "$v" || fail "rebind $v" || return
 	d=$(poll_disk) || fail "disk did not come back" || return
 	expect_eq "hctx types" "$(hctx_types "$d")" "default poll" || return
-	fio_json /tmp/h.json --name=h --filename="/dev/$d" --ioengine=io_uring \
-		--direct=1 --rw=randwrite --bs=4k --iodepth=4 --hipri=1 --size=4M \
-		--verify=crc32c
+	quick_verify "$d" 1
 }
 
 # reload_virtio_blk ARGS...: unload virtio_blk and load it with ARGS.
@@ -177,7 +174,5 @@ poll_module_load() {
 	reload_virtio_blk num_poll_queues=1 || return
 	d=$(poll_disk) || return
 	expect_eq "num_poll_queues=1: hctx types" "$(hctx_types "$d")" "default poll" || return
-	fio_json /tmp/ml.json --name=ml --filename="/dev/$d" --ioengine=io_uring \
-		--direct=1 --rw=randwrite --bs=4k --iodepth=4 --hipri=1 --size=4M \
-		--verify=crc32c
+	quick_verify "$d" 1
 }

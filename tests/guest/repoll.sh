@@ -59,9 +59,7 @@ repoll_bad_input() {
 	expect_eq "write 99999999999999999999" "$r" ERANGE || return
 	expect_eq "value after bad writes" "$(cat "$a")" 1 || return
 	expect_types "$d" 3 1 || return
-	fio_json /tmp/bi.json --name=bi --filename="/dev/$d" --ioengine=io_uring \
-		--direct=1 --rw=randwrite --bs=4k --iodepth=4 --hipri=1 --size=4M \
-		--verify=crc32c
+	quick_verify "$d" 1
 }
 
 desc_repoll_hipri_0_to_m="at 0 hipri gets EOPNOTSUPP; after 0 -> 2 it verifies, without interrupts"
@@ -191,9 +189,7 @@ repoll_to_zero_hipri_ring() {
 	note "fio: $(grep -m1 'Operation not supported' <<<"$out")"
 	# Plain I/O is fine and polling comes back.
 	rp_set "$d" 1 || return
-	fio_json /tmp/z.json --name=z2 --filename="/dev/$d" --ioengine=io_uring \
-		--direct=1 --rw=randwrite --bs=4k --iodepth=4 --hipri=1 --size=4M \
-		--verify=crc32c
+	quick_verify "$d" 1
 }
 
 desc_repoll_concurrent_writers="two writers racing 40 changes each end in a consistent state"
@@ -210,8 +206,7 @@ repoll_concurrent_writers() {
 	n=$(cat "$a")
 	note "final value $n"
 	expect_types "$d" $((4 - n)) "$n" || return
-	fio_json /tmp/cw.json --name=cw --filename="/dev/$d" --ioengine=io_uring \
-		--direct=1 --rw=randwrite --bs=4k --iodepth=4 --size=4M --verify=crc32c
+	quick_verify "$d" 0
 }
 
 desc_repoll_remove_race="changes racing with unbinding the device: no crash, disk comes back"
