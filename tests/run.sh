@@ -79,7 +79,29 @@ done < <(
 	if ((quick == 0)); then "$TOP/scripts/check-series.sh" bisect 2>&1; fi
 )
 
+# The harness must be able to fail: a kernel warning during a test, and a
+# guest that crashes, each make a run fail.
+harness() { # harness NAME EXPECTED-EXIT command...
+	local name=$1 want=$2 rc
+	shift 2
+	"$TOP/scripts/vm.sh" --flavor "$flavor" --no-disk --timeout 300 -- "$@" \
+		>"$BUILD/logs/harness.out" 2>&1
+	rc=$?
+	if ((rc == want)); then
+		result OK "harness: $name"
+	else
+		sed 's/^/  /' "$BUILD/logs/harness.out" | tail -n 20
+		result FAIL "harness: $name (vm.sh exit $rc, want $want)"
+	fi
+}
 mkdir -p "$BUILD/logs"
+if ((${#want[@]} == 0)); then
+	harness "a warning logged during a passing guest test fails the test and the run" 125 \
+		bash -c "! $TOP/tests/guest/run.sh harness | grep -q '^ok '"
+	harness "a guest kernel panic fails the run" 124 \
+		bash -c 'echo c >/proc/sysrq-trigger; sleep 30'
+fi
+
 for b in "${BOOTS[@]}"; do
 	IFS='|' read -r name opts suites <<<"$b"
 	if ((${#want[@]})) && [[ " ${want[*]} " != *" $name "* ]]; then
