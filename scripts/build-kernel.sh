@@ -42,7 +42,7 @@ for f in "${frags[@]}"; do
 		if [[ $line =~ ^(CONFIG_[A-Za-z0-9_]+)=(.*)$ ]]; then
 			sym=${BASH_REMATCH[1]}
 			grep -qxF -- "$line" "$scratch/.config" || {
-				got=$(grep -E "^(# )?$sym[= ]" "$scratch/.config" || echo "absent")
+				got=$(grep -E "^(# )?${sym}[= ]" "$scratch/.config" || echo "absent")
 				printf 'error: %s asks for %s, final .config has: %s\n' \
 					"${f##*/}" "$line" "$got" >&2
 				bad=1

@@ -82,16 +82,16 @@ done < <(
 # The harness must be able to fail: a kernel warning during a test, and a
 # guest that crashes, each make a run fail.
 harness() { # harness NAME EXPECTED-EXIT command...
-	local name=$1 want=$2 rc
+	local name=$1 expect=$2 rc
 	shift 2
 	"$TOP/scripts/vm.sh" --flavor "$flavor" --no-disk --timeout 300 -- "$@" \
 		>"$BUILD/logs/harness.out" 2>&1
 	rc=$?
-	if ((rc == want)); then
+	if ((rc == expect)); then
 		result OK "harness: $name"
 	else
 		sed 's/^/  /' "$BUILD/logs/harness.out" | tail -n 20
-		result FAIL "harness: $name (vm.sh exit $rc, want $want)"
+		result FAIL "harness: $name (vm.sh exit $rc, want $expect)"
 	fi
 }
 mkdir -p "$BUILD/logs"
