@@ -21,7 +21,11 @@
 #   --keep DIR             use DIR as run directory and keep it
 #
 # The run directory (shared with the guest read-write as /run/vstor) holds
-# console.log, output, dmesg and status. A kernel log with a WARNING, BUG,
+# console.log, output, dmesg and status. The guest can have the host send QMP
+# commands to QEMU (device_del vdisk1, device_add ...): it drops a JSON
+# command in qmp/NAME.req and gets QEMU's reply in qmp/NAME.resp (see
+# host_qmp in tests/guest/lib.sh). Disks are devices vdisk0, vdisk1, ... on
+# block nodes d0, d1, ... A kernel log with a WARNING, BUG,
 # Oops, KASAN, UBSAN or lockdep report makes the run fail (exit 125 when the
 # command itself succeeded), as does a guest that never reported a status.
 set -euo pipefail
@@ -109,11 +113,14 @@ for spec in "${disks[@]}"; do
 		*) die "unknown disk option '$o' in '$spec'" ;;
 		esac
 	done
+	# Block nodes are -blockdev, not -drive: they outlive device_del, so a
+	# test can unplug a disk and plug it back (device_add) with its data.
 	case $kind in
 	file)
 		img=$rundir/disk$i.img
 		truncate -s "$size" "$img"
-		disk_args+=(-drive "file=$img,if=none,id=d$i,format=raw,cache=none,aio=$aio")
+		disk_args+=(-blockdev "driver=file,node-name=f$i,filename=$img,aio=$aio,cache.direct=on"
+			-blockdev "driver=raw,node-name=d$i,file=f$i")
 		;;
 	null)
 		bytes=$(numfmt --from=iec "$size")
@@ -121,7 +128,7 @@ for spec in "${disks[@]}"; do
 		;;
 	*) die "unknown disk kind '$kind' (file or null)" ;;
 	esac
-	disk_args+=(-device "virtio-blk-pci,drive=d$i,num-queues=$queues,serial=vstor$i")
+	disk_args+=(-device "virtio-blk-pci,id=vdisk$i,drive=d$i,num-queues=$queues,serial=vstor$i")
 	i=$((i + 1))
 done
 
@@ -140,14 +147,30 @@ qemu=(qemu-system-x86_64 -machine pc "${accel_args[@]}" -smp "$cpus" -m "$mem"
 printf '%q ' "${qemu[@]}" >"$rundir/qemu.cmd"
 
 : >"$rundir/output"  # guest-init appends to it
+rm -rf "$rundir/qmp"
+mkdir -p "$rundir/qmp"
 timeout --foreground -k 10 "$timeout" "${qemu[@]}" </dev/null >"$rundir/qemu.log" 2>&1 &
 qpid=$!
 tail -q -n +1 --pid=$qpid -f "$rundir/output" &
 tpid=$!
+# Serve the guest's QMP requests while QEMU runs.
+(
+	while kill -0 $qpid 2>/dev/null; do
+		for req in "$rundir"/qmp/*.req; do
+			[[ -e $req ]] || continue
+			"$TOP/scripts/qmp.py" "$rundir/qmp.sock" <"$req" >"${req%.req}.tmp" 2>&1
+			mv "${req%.req}.tmp" "${req%.req}.resp"
+			rm -f "$req"
+		done
+		sleep 0.2
+	done
+) &
+apid=$!
 set +e
 wait $qpid
 qrc=$?
 wait $tpid 2>/dev/null
+wait $apid 2>/dev/null
 set -e
 
 if [[ ! -s $rundir/status ]]; then

@@ -112,3 +112,43 @@ quick_verify() {
 		--direct=1 --rw=randwrite --bs=4k --iodepth=4 --hipri="$2" \
 		--size=4M --verify=crc32c
 }
+
+# host_qmp JSON: have the host send a QMP command to this guest's QEMU (see
+# scripts/vm.sh); print the reply, fail if it is an error or never comes.
+host_qmp() {
+	local name dir=/run/vstor/qmp i
+	name=$$-$RANDOM$RANDOM
+	printf '%s\n' "$1" >"$dir/$name.new"
+	mv "$dir/$name.new" "$dir/$name.req"
+	for ((i = 0; i < 300; i++)); do
+		if [[ -e $dir/$name.resp ]]; then
+			cat "$dir/$name.resp"
+			! grep -q '"error"' "$dir/$name.resp"
+			return
+		fi
+		sleep 0.1
+	done
+	fail "no reply from the host to QMP $1"
+}
+
+# sysfs_write_loop PATH VALUE...: write the values in turn, forever, one
+# write(2) each, printing OK or the errno name per write; stops when killed
+# or when PATH is gone for good. One process, so killing it leaves no writer
+# behind.
+sysfs_write_loop() {
+	exec /usr/bin/python3 - "$@" <<'PY'
+import errno, os, sys
+path, values = sys.argv[1], sys.argv[2:]
+while True:
+    for v in values:
+        try:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, v.encode())
+            finally:
+                os.close(fd)
+            print("OK", flush=True)
+        except OSError as e:
+            print(errno.errorcode.get(e.errno, str(e.errno)), flush=True)
+PY
+}

@@ -5,7 +5,8 @@
 
 TESTS=(repoll_initial repoll_set repoll_bad_input repoll_hipri_0_to_m
 	repoll_idle_poller repoll_flip_under_load repoll_flip_polled_load
-	repoll_to_zero_hipri_ring repoll_concurrent_writers repoll_remove_race)
+	repoll_to_zero_hipri_ring repoll_concurrent_writers repoll_remove_race
+	repoll_hot_unplug)
 
 rp_disk() { disk_by_serial vstor0; }
 rp_attr() { echo "/sys/block/$1/num_poll_queues"; }
@@ -215,7 +216,7 @@ repoll_remove_race() {
 	d=$(rp_disk) || return
 	v=$(virtio_dev "$d")
 	a=$(rp_attr "$d")
-	( while :; do for n in 1 2 0 3; do sysfs_write "$a" $n; done; done ) >/tmp/rr.out 2>&1 &
+	sysfs_write_loop "$a" 1 2 0 3 >/tmp/rr.out 2>&1 &
 	pid=$!
 	sleep 1
 	echo "$v" >/sys/bus/virtio/drivers/virtio_blk/unbind || fail "unbind" || return
@@ -233,4 +234,61 @@ repoll_remove_race() {
 	expect_eq "num_poll_queues after rebind" "$(cat "$(rp_attr "$d")")" 0 || return
 	r=$(sysfs_write "$(rp_attr "$d")" 2)
 	expect_eq "change after rebind" "$r" OK
+}
+
+desc_repoll_hot_unplug="QMP device_del under I/O and racing changes, then device_add: disk comes back"
+repoll_hot_unplug() {
+	local d a fpid wpid i codes r
+	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
+	a=$(rp_attr "$d")
+	expect_eq "set 1" "$(sysfs_write "$a" 1)" OK || return
+	fio --name=hu --filename="/dev/$d" --ioengine=io_uring --direct=1 \
+		--rw=randrw --bs=4k --iodepth=8 --time_based --runtime=60 \
+		--size=64M >/tmp/hu.out 2>&1 &
+	fpid=$!
+	sysfs_write_loop "$a" 0 1 >/tmp/hw.out 2>&1 &
+	wpid=$!
+	sleep 1
+	host_qmp '{"execute": "device_del", "arguments": {"id": "vdisk1"}}' >/dev/null ||
+		{ kill $fpid $wpid; fail "device_del refused"; return; }
+	for ((i = 0; i < 200; i++)); do
+		[[ -e /sys/block/$d ]] || break
+		sleep 0.1
+	done
+	kill $wpid
+	wait $wpid 2>/dev/null
+	[[ ! -e /sys/block/$d ]] || { kill $fpid; fail "$d still present 20 s after device_del"; return; }
+	for ((i = 0; i < 200; i++)); do
+		kill -0 $fpid 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 $fpid 2>/dev/null; then
+		kill -9 $fpid
+		fail "fio still running 20 s after its disk went away"
+		return
+	fi
+	wait $fpid
+	note "fio on the unplugged disk: $(grep -m1 -oE 'error=.*' /tmp/hu.out || echo 'no error')"
+	codes=$(sort /tmp/hw.out | uniq -c | tr '\n' ' ')
+	note "changes racing the unplug: $codes"
+	if grep -qv -E '^(OK|ENODEV|ENOENT)$' /tmp/hw.out; then
+		fail "unexpected write results: $codes"
+		return
+	fi
+	# QEMU finishes the unplug (and frees the id and the block node) a
+	# little after the guest ejected the device: retry for a while.
+	for ((i = 0; i < 50; i++)); do
+		r=$(host_qmp '{"execute": "device_add", "arguments": {"driver": "virtio-blk-pci", "id": "vdisk1", "drive": "d1", "num-queues": 2, "serial": "vstor1"}}') && break
+		sleep 0.2
+	done
+	((i < 50)) || fail "device_add refused: $r" || return
+	note "device_add after $i retries"
+	for ((i = 0; i < 200; i++)); do
+		d=$(disk_by_serial vstor1) && break
+		sleep 0.1
+	done
+	[[ -n $d ]] || fail "vstor1 did not come back" || return
+	expect_eq "num_poll_queues after replug" "$(cat "$(rp_attr "$d")")" 0 || return
+	expect_eq "set 1 after replug" "$(sysfs_write "$(rp_attr "$d")" 1)" OK || return
+	quick_verify "$d" 1
 }
