@@ -156,3 +156,16 @@ while True:
             print(errno.errorcode.get(e.errno, str(e.errno)), flush=True)
 PY
 }
+
+# expect_hipri_unsupported DISK: polled I/O on the disk fails, and with
+# EOPNOTSUPP (the disk has no poll queues).
+expect_hipri_unsupported() {
+	local out
+	if out=$(fio --name=h --filename="/dev/$1" --ioengine=io_uring --direct=1 \
+		--rw=randread --bs=4k --hipri=1 --size=1M --number_ios=10 2>&1); then
+		fail "hipri I/O succeeded without poll queues"
+		return
+	fi
+	grep -q "Operation not supported" <<<"$out" ||
+		fail "hipri without poll queues did not report EOPNOTSUPP: $out"
+}
