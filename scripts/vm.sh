@@ -158,7 +158,9 @@ tpid=$!
 	while kill -0 $qpid 2>/dev/null; do
 		for req in "$rundir"/qmp/*.req; do
 			[[ -e $req ]] || continue
-			"$TOP/scripts/qmp.py" "$rundir/qmp.sock" <"$req" >"${req%.req}.tmp" 2>&1
+			# An error reply is a reply too: pass it on (set -e would
+			# otherwise end this loop and leave the guest waiting).
+			"$TOP/scripts/qmp.py" "$rundir/qmp.sock" <"$req" >"${req%.req}.tmp" 2>&1 || true
 			mv "${req%.req}.tmp" "${req%.req}.resp"
 			rm -f "$req"
 		done

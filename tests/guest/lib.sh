@@ -9,10 +9,6 @@
 TOOLS=${TOOLS:-$TOP/build/tools}
 
 fail() { echo "FAIL: $*"; return 1; }
-skip() { echo "$*"; return 4; }
-
-# True on the debug kernel flavour (KASAN is only in that one).
-debug_kernel() { grep -q " kasan_init" /proc/kallsyms; }
 note() { echo "$*"; }
 
 # expect_eq WHAT GOT WANT

@@ -234,13 +234,6 @@ repoll_remove_race() {
 desc_repoll_hot_unplug="QMP device_del under I/O and racing changes, then device_add: disk comes back"
 repoll_hot_unplug() {
 	local d a fpid wpid i codes r
-	# Open problem: on the debug kernel (KASAN + lockdep, 4 vCPUs under
-	# TCG) this test has hung twice after device_del, with no hung-task
-	# report; on the regular kernel it passes. Not understood yet.
-	if debug_kernel; then
-		skip "hangs on the debug kernel after device_del (open problem)"
-		return
-	fi
 	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
 	a=$(rp_attr "$d")
 	expect_eq "set 1" "$(sysfs_write "$a" 1)" OK || return
