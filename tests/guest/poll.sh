@@ -112,13 +112,20 @@ poll_cross_verify() {
 }
 
 desc_poll_runtime_off="num_poll_queues=0 at runtime + rebind: no poll hctx, hipri gets EOPNOTSUPP"
-poll_runtime_off() {
+# set_and_reprobe PARAM VALUE: set a virtio_blk parameter at runtime, probe
+# the poll disk again, print its (new) name.
+set_and_reprobe() {
 	local d v
 	d=$(poll_disk) || return
 	v=$(virtio_dev "$d")
-	echo 0 >/sys/module/virtio_blk/parameters/num_poll_queues || return
+	echo "$2" >"/sys/module/virtio_blk/parameters/$1" || return
 	rebind_virtio "$v" || fail "rebind $v" || return
-	d=$(poll_disk) || fail "disk did not come back" || return
+	poll_disk || fail "disk did not come back"
+}
+
+poll_runtime_off() {
+	local d
+	d=$(set_and_reprobe num_poll_queues 0) || { echo "$d"; return 1; }
 	expect_eq "hctx types" "$(hctx_types "$d")" "default default" || return
 	expect_eq "io_poll" "$(cat "/sys/block/$d/queue/io_poll")" 0 || return
 	expect_hipri_unsupported "$d" || return
@@ -128,13 +135,9 @@ poll_runtime_off() {
 
 desc_poll_runtime_alias="poll_queues=1 (alias) at runtime + rebind restores the poll hctx"
 poll_runtime_alias() {
-	local d v
-	d=$(poll_disk) || return
-	v=$(virtio_dev "$d")
-	echo 1 >/sys/module/virtio_blk/parameters/poll_queues || return
+	local d
+	d=$(set_and_reprobe poll_queues 1) || { echo "$d"; return 1; }
 	expect_eq "num_poll_queues" "$(cat /sys/module/virtio_blk/parameters/num_poll_queues)" 1 || return
-	rebind_virtio "$v" || fail "rebind $v" || return
-	d=$(poll_disk) || fail "disk did not come back" || return
 	expect_eq "hctx types" "$(hctx_types "$d")" "default poll" || return
 	quick_verify "$d" 1
 }
