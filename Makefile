@@ -1,5 +1,5 @@
 # Entry points; the work is done by scripts/, tests/ and bench/.
-.PHONY: all setup prepare refresh kernel debug-kernel tools check demo test test-debug bench-poll clean help
+.PHONY: all setup prepare refresh kernel debug-kernel tools fio check demo test test-debug bench-poll clean help
 
 help:
 	@echo "make demo        build the patched guest, boot it, report poll queues at work (main job)"
@@ -8,6 +8,7 @@ help:
 	@echo "make prepare     unpack linux-source-6.12 into build/linux and apply kernel/patches"
 	@echo "make refresh     export build/linux commits back into kernel/patches"
 	@echo "make kernel      build the guest kernel (debug-kernel: the debug flavour)"
+	@echo "make fio         fio 3.33 with virtio-blk passthrough (cmd_type=vblk) in build/fio/fio"
 	@echo "make check       checkpatch --strict and a build at every patch"
 	@echo "make bench-poll  polled vs interrupt-driven virtio-blk benchmark"
 
@@ -30,6 +31,9 @@ debug-kernel: prepare
 
 tools:
 	$(MAKE) -C tests/tools OUT=$(CURDIR)/build/tools
+
+fio:
+	scripts/build-fio.sh
 
 check: kernel
 	scripts/check-series.sh all
