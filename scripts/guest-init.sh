@@ -12,6 +12,8 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug
+# Process substitution (<(...)) needs /dev/fd.
+ln -sfn /proc/self/fd /dev/fd
 
 # The project may live under a directory that gets a tmpfs below (a clone in
 # /tmp, say). Park it on /dev (devtmpfs, writable) and put it back after.

@@ -11,7 +11,11 @@
 #   --disk SPEC            add a virtio-blk disk; repeatable. SPEC is
 #                          file[:size=1G,queues=2,aio=io_uring] (sparse file)
 #                          or null[:size=1G,queues=2] (QEMU null-co, reads
-#                          return zeroes). Default: one file disk.
+#                          return zeroes) or same:of=K (no new backend: disk
+#                          K's block node, e.g. virtio-blk and NVMe on one
+#                          file). Default: one file disk. Also: ro
+#                          (read-only), bus=nvme (an emulated NVMe
+#                          controller instead of virtio-blk).
 #   --no-disk              no virtio-blk disk at all
 #   --qemu ARG             extra QEMU argument; repeatable
 #   --append ARGS          extra kernel command line
@@ -103,32 +107,46 @@ for spec in "${disks[@]}"; do
 	kind=${spec%%:*}
 	opts=""
 	[[ $spec == *:* ]] && opts=${spec#*:}
-	size=1G queues=2 aio=io_uring
+	size=1G queues=2 aio=io_uring ro=off bus=virtio same=""
 	IFS=, read -ra kv <<<"$opts"
 	for o in "${kv[@]}"; do
 		case $o in
 		size=*) size=${o#size=} ;;
 		queues=*) queues=${o#queues=} ;;
 		aio=*) aio=${o#aio=} ;;
+		ro) ro=on ;;
+		bus=virtio | bus=nvme) bus=${o#bus=} ;;
+		of=*) same=${o#of=} ;;
 		*) die "unknown disk option '$o' in '$spec'" ;;
 		esac
 	done
+	node=d$i
+	if [[ $kind == same ]]; then
+		[[ -n $same ]] || die "same needs of=K in '$spec'"
+		node=d$same
+	fi
 	# Block nodes are -blockdev, not -drive: they outlive device_del, so a
 	# test can unplug a disk and plug it back (device_add) with its data.
 	case $kind in
 	file)
 		img=$rundir/disk$i.img
 		truncate -s "$size" "$img"
-		disk_args+=(-blockdev "driver=file,node-name=f$i,filename=$img,aio=$aio,cache.direct=on"
-			-blockdev "driver=raw,node-name=d$i,file=f$i")
+		disk_args+=(-blockdev "driver=file,node-name=f$i,filename=$img,aio=$aio,cache.direct=on,read-only=$ro"
+			-blockdev "driver=raw,node-name=d$i,file=f$i,read-only=$ro")
 		;;
 	null)
 		bytes=$(numfmt --from=iec "$size")
-		disk_args+=(-blockdev "driver=null-co,node-name=d$i,size=$bytes,read-zeroes=on")
+		disk_args+=(-blockdev "driver=null-co,node-name=d$i,size=$bytes,read-zeroes=on,read-only=$ro")
 		;;
+	same) ;;
 	*) die "unknown disk kind '$kind' (file or null)" ;;
 	esac
-	disk_args+=(-device "virtio-blk-pci,id=vdisk$i,drive=d$i,num-queues=$queues,serial=vstor$i")
+	# share-rw: a node may back two devices (same=K).
+	if [[ $bus == nvme ]]; then
+		disk_args+=(-device "nvme,id=vdisk$i,drive=$node,serial=vstor$i,share-rw=on")
+	else
+		disk_args+=(-device "virtio-blk-pci,id=vdisk$i,drive=$node,num-queues=$queues,serial=vstor$i,share-rw=on")
+	fi
 	i=$((i + 1))
 done
 

@@ -27,6 +27,7 @@ BOOTS=(
 	"clamp|--cpus 2 --disk file:queues=2 --disk null:queues=1 --append virtio_blk.num_poll_queues=4|clamp"
 	"multi|--cpus 4 --disk file:queues=4 --append virtio_blk.poll_queues=3|multi"
 	"repoll|--cpus 4 --disk file:queues=4 --disk file:queues=2|repoll"
+	"pt|--cpus 2 --disk file:queues=2 --disk file --disk file:ro --append virtio_blk.num_poll_queues=1|pt"
 )
 
 passed=0 failed=0 skipped=0 n=0
@@ -69,6 +70,8 @@ step "series: applies to $BASE_PKG $(base_version)" "$TOP/scripts/prepare.sh"
 step "series: prepare + refresh round trip changes nothing" "$TOP/scripts/refresh.sh" --check
 step "build: $flavor kernel, config fragments applied" "$TOP/scripts/build-kernel.sh" "$flavor"
 step "build: test tools" make -s -C "$TOP/tests/tools" OUT="$BUILD/tools"
+step "build: fio with cmd_type=vblk (Debian's fio 3.33 + tools/fio)" "$TOP/scripts/build-fio.sh"
+step "fio: cmd_type=vblk host-side checks (tools/fio/host-check.sh)" "$TOP/tools/fio/host-check.sh"
 
 # Series hygiene, one result per patch.
 while read -r line; do

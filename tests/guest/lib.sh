@@ -50,7 +50,7 @@ irq_lines() { awk -v re="$1" '$NF ~ re' /proc/interrupts | wc -l; }
 fio_json() {
 	local out=$1
 	shift
-	if ! fio --output-format=json --output="$out" "$@" >"$out.log" 2>&1; then
+	if ! "${FIO_BIN:-fio}" --output-format=json --output="$out" "$@" >"$out.log" 2>&1; then
 		cat "$out.log"
 		[[ -s $out ]] && grep -E '"error"' "$out" | head -5
 		return 1
