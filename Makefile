@@ -1,5 +1,5 @@
 # Entry points; the work is done by scripts/, tests/ and bench/.
-.PHONY: all setup prepare refresh kernel debug-kernel tools fio check demo test test-debug bench-poll clean help
+.PHONY: all setup prepare refresh kernel debug-kernel tools fio check demo test test-debug bench-poll bench-pt clean help
 
 help:
 	@echo "make demo        build the patched guest, boot it, report poll queues at work (main job)"
@@ -11,6 +11,7 @@ help:
 	@echo "make fio         fio 3.33 with virtio-blk passthrough (cmd_type=vblk) in build/fio/fio"
 	@echo "make check       checkpatch --strict and a build at every patch"
 	@echo "make bench-poll  polled vs interrupt-driven virtio-blk benchmark"
+	@echo "make bench-pt    virtio-blk passthrough vs block device, beside NVMe ng vs block device"
 
 all: kernel tools
 
@@ -51,6 +52,9 @@ test-debug:
 
 bench-poll: kernel
 	bench/poll.sh
+
+bench-pt: kernel tools fio
+	bench/pt.sh
 
 clean:
 	rm -rf build/obj-* build/tools build/vm build/logs

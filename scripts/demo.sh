@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The main job: set up, build the patched guest kernel, boot it and show
-# virtio-blk poll queues at work with numbers.
+# virtio-blk poll queues and io_uring passthrough at work with numbers.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 "$TOP/scripts/setup.sh"
 "$TOP/scripts/prepare.sh"
 "$TOP/scripts/build-kernel.sh" guest
 make -s -C "$TOP/tests/tools" OUT="$BUILD/tools"
+"$TOP/scripts/build-fio.sh"
 log "poll queues: 2 vCPUs, virtio_blk.num_poll_queues=1, a file disk and a null-co disk with 2 queues each"
 "$TOP/bench/poll.sh"
 log "changing a disk's poll queues at runtime: 2 vCPUs, a two-queue file disk"
 "$TOP/bench/repoll.sh"
+log "io_uring passthrough: /dev/vblk/vdX (fio cmd_type=vblk) vs /dev/vdX, beside QEMU NVMe /dev/ngXnY vs /dev/nvmeXnY, on one file and one null-co backend"
+"$TOP/bench/pt.sh"

@@ -29,9 +29,10 @@ nvme_by_serial() {
 run() {
 	local backend=$1 qd=$2 poll=$3 path=$4 file=$5
 	shift 5
-	fio_json /tmp/b.json --name=b --filename="$file" --rw=randread --bs=4k \
-		--iodepth="$qd" --hipri="$poll" --time_based --runtime="$runtime" \
-		--ramp_time=1 --size=1G --lat_percentiles=1 "$@"
+	# Engine options (hipri) come after the engine.
+	fio_json /tmp/b.json --name=b --filename="$file" "$@" --rw=randread \
+		--bs=4k --iodepth="$qd" --hipri="$poll" --time_based \
+		--runtime="$runtime" --ramp_time=1 --size=1G --lat_percentiles=1
 	echo "$backend $qd $poll $path $(fio_field /tmp/b.json read \
 		'"%d %.1f %.1f" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"]["percentile"]["99.000000"] / 1000)')" |
 		tee -a "$res"
