@@ -3,18 +3,9 @@
 # disks (a sparse file and QEMU null-co, two queues each, one a poll queue).
 #   bench/poll.sh [--cpus N] [--runtime S] [--reps N] [--qd "1 16"]
 set -euo pipefail
-. "$(dirname "$0")/../scripts/lib.sh"
+. "$(dirname "$0")/lib.sh"
 cpus=2 runtime=8 reps=2 qd="1 16" flavor=guest
-while (($#)); do
-	case $1 in
-	--cpus) cpus=$2; shift 2 ;;
-	--runtime) runtime=$2; shift 2 ;;
-	--reps) reps=$2; shift 2 ;;
-	--qd) qd=$2; shift 2 ;;
-	--flavor) flavor=$2; shift 2 ;;
-	*) die "unknown option $1" ;;
-	esac
-done
+bench_opts "$@"
 # shellcheck disable=SC2086
 exec "$TOP/scripts/vm.sh" --flavor "$flavor" --cpus "$cpus" \
 	--disk file:queues=2 --disk null:queues=2 \

@@ -7,18 +7,9 @@
 # interrupt-driven and polled (one poll queue per device).
 #   bench/pt.sh [--cpus N] [--runtime S] [--reps N] [--qd "1 8"]
 set -euo pipefail
-. "$(dirname "$0")/../scripts/lib.sh"
+. "$(dirname "$0")/lib.sh"
 cpus=2 runtime=5 reps=2 qd="1 8" flavor=guest
-while (($#)); do
-	case $1 in
-	--cpus) cpus=$2; shift 2 ;;
-	--runtime) runtime=$2; shift 2 ;;
-	--reps) reps=$2; shift 2 ;;
-	--qd) qd=$2; shift 2 ;;
-	--flavor) flavor=$2; shift 2 ;;
-	*) die "unknown option $1" ;;
-	esac
-done
+bench_opts "$@"
 [[ -x $BUILD/fio/fio ]] || die "no $BUILD/fio/fio: run make fio"
 # shellcheck disable=SC2086
 exec "$TOP/scripts/vm.sh" --flavor "$flavor" --cpus "$cpus" \

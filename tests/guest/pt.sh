@@ -6,8 +6,8 @@
 
 TESTS=(pt_node pt_info pt_get_id pt_cross_check pt_polled_no_irq
 	pt_segments pt_ranges pt_hostile pt_perms pt_readonly pt_concurrent
-	pt_cancel pt_poll_runtime pt_fio_verify pt_fio_cross pt_fio_trim_flush
-	pt_unplug)
+	pt_queue_full pt_cancel pt_poll_runtime pt_fio_verify pt_fio_cross
+	pt_fio_trim_flush pt_compat32 pt_unplug)
 
 PT=$TOOLS/vblk_pt
 
@@ -338,6 +338,32 @@ pt_concurrent() {
 	((rc == 0)) || fail "passthrough job failed next to block-device I/O"
 }
 
+desc_pt_queue_full="more commands in flight than the disk has tags: the NOWAIT allocations that fail go to io_uring's workers and every command completes, interrupt-driven and polled"
+pt_queue_full() {
+	local d dev depth qd poll pid n workers seed=41
+	d=$(pt_disk) || return
+	dev=/dev/vblk/$d
+	depth=$(cat "/sys/block/$d/queue/nr_requests")
+	qd=$((depth * 2 + 64))
+	for poll in "" -P; do
+		workers=0
+		"$PT" $poll -p $seed -s 1000000 -w 32768 -l 4096 -q $qd -c $((qd * 64)) \
+			"$dev" write >/tmp/qf.out 2>&1 &
+		pid=$!
+		while kill -0 $pid 2>/dev/null; do
+			n=$(cat /proc/$pid/task/*/comm 2>/dev/null | grep -c '^iou-wrk')
+			((n > workers)) && workers=$n
+			sleep 0.02
+		done
+		wait $pid || fail "${poll:-interrupt} job with $qd in flight: $(cat /tmp/qf.out)" || return
+		note "${poll:-interrupt-driven}: $qd in flight on $depth tags, up to $workers io_uring workers"
+		((workers > 0)) || fail "no command went to an io_uring worker" || return
+		pt $poll -p $seed -s 1000000 -w 32768 -l 4096 -q $qd -c 4096 "$dev" read ||
+			fail "read-back" || return
+		seed=$((seed + 1))
+	done
+}
+
 # busy_requests DISK: requests the disk's hardware queues hold.
 busy_requests() { cat /sys/kernel/debug/block/"$1"/hctx*/busy | wc -l; }
 
@@ -508,4 +534,14 @@ pt_fio_trim_flush() {
 	n=$(fio_field /tmp/ts.json sync 'j["total_ios"]')
 	note "1024 writes with fsync=16: $n FLUSH commands"
 	((n >= 64)) || fail "fewer FLUSH commands than fsync=16 asks for"
+}
+
+desc_pt_compat32="a 32-bit program: the GET_INFO ioctl works (compat), passthrough commands from its ring are refused with EOPNOTSUPP"
+pt_compat32() {
+	local d out rc
+	d=$(pt_disk) || return
+	out=$("$TOOLS/compat32" "/dev/vblk/$d")
+	rc=$?
+	echo "$out"
+	((rc == 0)) || fail "compat32 exit $rc"
 }
