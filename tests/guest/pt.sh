@@ -340,7 +340,7 @@ pt_concurrent() {
 
 desc_pt_queue_full="more commands in flight than the disk has tags: the NOWAIT allocations that fail go to io_uring's workers and every command completes, interrupt-driven and polled"
 pt_queue_full() {
-	local d dev depth qd poll pid n workers seed=41
+	local d dev depth qd poll pid n workers mode seed=41
 	d=$(pt_disk) || return
 	dev=/dev/vblk/$d
 	depth=$(cat "/sys/block/$d/queue/nr_requests")
@@ -355,8 +355,10 @@ pt_queue_full() {
 			((n > workers)) && workers=$n
 			sleep 0.02
 		done
-		wait $pid || fail "${poll:-interrupt} job with $qd in flight: $(cat /tmp/qf.out)" || return
-		note "${poll:-interrupt-driven}: $qd in flight on $depth tags, up to $workers io_uring workers"
+		wait $pid || fail "job with $qd in flight: $(cat /tmp/qf.out)" || return
+		mode=interrupt-driven
+		[[ -n $poll ]] && mode=polled
+		note "$mode: $qd in flight on $depth tags, up to $workers io_uring workers"
 		((workers > 0)) || fail "no command went to an io_uring worker" || return
 		pt $poll -p $seed -s 1000000 -w 32768 -l 4096 -q $qd -c 4096 "$dev" read ||
 			fail "read-back" || return
