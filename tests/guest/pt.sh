@@ -338,16 +338,26 @@ pt_concurrent() {
 	((rc == 0)) || fail "passthrough job failed next to block-device I/O"
 }
 
-desc_pt_queue_full="more commands in flight than the disk has tags: the NOWAIT allocations that fail go to io_uring's workers and every command completes, interrupt-driven and polled"
+desc_pt_queue_full="more commands in flight than the disk has tags (nr_requests lowered to 8): the NOWAIT allocations that fail go to io_uring's workers and every command completes, interrupt-driven and polled"
 pt_queue_full() {
-	local d dev depth qd poll pid n workers mode seed=41
+	local d nr rc
 	d=$(pt_disk) || return
+	nr=$(cat "/sys/block/$d/queue/nr_requests")
+	echo 8 >"/sys/block/$d/queue/nr_requests" || fail "cannot lower nr_requests" || return
+	pt_queue_full_body "$d" 8
+	rc=$?
+	echo "$nr" >"/sys/block/$d/queue/nr_requests"
+	return $rc
+}
+
+# pt_queue_full_body DISK TAGS
+pt_queue_full_body() {
+	local d=$1 depth=$2 dev qd poll pid n workers mode seed=41
 	dev=/dev/vblk/$d
-	depth=$(cat "/sys/block/$d/queue/nr_requests")
-	qd=$((depth * 2 + 64))
+	qd=$((depth * 8))
 	for poll in "" -P; do
 		workers=0
-		"$PT" $poll -p $seed -s 1000000 -w 32768 -l 4096 -q $qd -c $((qd * 64)) \
+		"$PT" $poll -p $seed -s 1000000 -w 32768 -l 4096 -q $qd -c 8192 \
 			"$dev" write >/tmp/qf.out 2>&1 &
 		pid=$!
 		while kill -0 $pid 2>/dev/null; do
