@@ -1,5 +1,5 @@
 # Entry points; the work is done by scripts/, tests/ and bench/.
-.PHONY: all setup prepare refresh kernel debug-kernel tools fio check demo test test-debug bench-poll bench-pt clean help
+.PHONY: all setup prepare refresh kernel debug-kernel tools fio check demo test test-debug bench-poll bench-pt bench-vhost clean help
 
 help:
 	@echo "make demo        build the patched guest, boot it, report poll queues at work (main job)"
@@ -12,6 +12,7 @@ help:
 	@echo "make check       checkpatch --strict and a build at every patch"
 	@echo "make bench-poll  polled vs interrupt-driven virtio-blk benchmark"
 	@echo "make bench-pt    virtio-blk passthrough vs block device, beside NVMe ng vs block device"
+	@echo "make bench-vhost vhost-blk vs io_uring on the same device, by queue depth, queues and workers"
 
 all: kernel tools
 
@@ -55,6 +56,9 @@ bench-poll: kernel
 
 bench-pt: kernel tools fio
 	bench/pt.sh
+
+bench-vhost: kernel tools
+	bench/vhost.sh
 
 clean:
 	rm -rf build/obj-* build/tools build/vm build/logs

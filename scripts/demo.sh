@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: set up, build the patched guest kernel, boot it and show
-# virtio-blk poll queues and io_uring passthrough at work with numbers.
+# virtio-blk poll queues, io_uring passthrough and vhost-blk at work with
+# numbers.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 "$TOP/scripts/setup.sh"
@@ -14,3 +15,5 @@ log "changing a disk's poll queues at runtime: 2 vCPUs, a two-queue file disk"
 "$TOP/bench/repoll.sh"
 log "io_uring passthrough: /dev/vblk/vdX (fio cmd_type=vblk) vs /dev/vdX, beside QEMU NVMe /dev/ngXnY vs /dev/nvmeXnY, on one file and one null-co backend"
 "$TOP/bench/pt.sh"
+log "vhost-blk: /dev/vhost-blk driven by tools/virtio/vhost_blk_test vs io_uring O_DIRECT, same device (null_blk, brd), by QD, queues and workers"
+"$TOP/bench/vhost.sh"

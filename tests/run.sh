@@ -28,6 +28,7 @@ BOOTS=(
 	"multi|--cpus 4 --disk file:queues=4 --append virtio_blk.poll_queues=3|multi"
 	"repoll|--cpus 4 --disk file:queues=4 --disk file:queues=2|repoll"
 	"pt|--cpus 2 --disk file:queues=2 --disk file --disk file:ro --append virtio_blk.num_poll_queues=1|pt"
+	"vhost|--cpus 2 --disk file:queues=2 --append brd.rd_nr=2 --append brd.rd_size=65536 --append null_blk.nr_devices=1 --append null_blk.memory_backed=1 --append null_blk.gb=1 --append null_blk.discard=1|vhost"
 )
 
 passed=0 failed=0 skipped=0 n=0

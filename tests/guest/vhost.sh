@@ -1,0 +1,157 @@
+# vhost-blk (drivers/vhost/blk.c): the in-kernel virtio-blk backend, driven
+# by the userspace virtio-blk driver tools/virtio/vhost_blk_test on every
+# kind of backend the guest has: brd, null_blk (memory-backed), the guest's
+# own virtio-blk disk, a file on ext4 and a file on tmpfs.
+# shellcheck shell=bash
+
+VBT=$TOOLS/vhost_blk_test
+VB_MNT=/tmp/vb-ext4
+
+# vbt ARGS...: run the driver; its TAP lines go to the log. Fails when the
+# driver reports a failure (a skip, exit 4, is a failure here: every backend
+# in this boot supports every mode).
+vbt() {
+	local rc=0
+	"$VBT" "$@" || rc=$?
+	((rc == 0)) || fail "vhost_blk_test $* exited $rc"
+}
+
+# The guest's virtio-blk disk (serial vstor0), a backend like any other.
+vb_vdisk() { echo "/dev/$(disk_by_serial vstor0)"; }
+
+vb_setup() {
+	[[ -e /dev/vhost-blk ]] && return 0
+	vmodprobe vhost_blk || return 1
+	udevadm settle 2>/dev/null || true
+	[[ -e /dev/vhost-blk ]]
+}
+
+desc_vb_node="module loads, /dev/vhost-blk is a root-only misc device, max_queues is 16 and checked"
+vb_node() {
+	vb_setup || fail "no /dev/vhost-blk after loading vhost_blk" || return
+	expect_eq mode "$(stat -c %a /dev/vhost-blk)" 600 || return
+	[[ $(stat -c %F /dev/vhost-blk) == "character special file" ]] || fail "not a character device" || return
+	local p=/sys/module/vhost_blk/parameters/max_queues
+	expect_eq max_queues "$(cat $p)" 16 || return
+	if echo 0 >$p 2>/dev/null || echo 129 >$p 2>/dev/null; then
+		fail "max_queues accepted a value outside 1-128"
+		return
+	fi
+	expect_eq max_queues "$(cat $p)" 16
+}
+
+desc_vb_perms="an unprivileged user cannot open /dev/vhost-blk"
+vb_perms() {
+	vb_setup || return
+	if setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		bash -c 'exec 3<>/dev/vhost-blk' 2>/dev/null; then
+		fail "nobody opened /dev/vhost-blk"
+	fi
+}
+
+desc_vb_brd="functional, brd backend: 2 queues on 2 workers, then 1 queue without indirect descriptors or event index"
+vb_brd() {
+	vb_setup || return
+	vbt --backend /dev/ram0 --alt-backend /dev/ram0 --mode functional --queues 2 --workers 2 &&
+		vbt --backend /dev/ram0 --mode functional --queues 1 --workers 1 --no-indirect --no-event-idx
+}
+
+desc_vb_null="functional, memory-backed null_blk backend with discard: 4 queues on 2 workers"
+vb_null() {
+	vb_setup || return
+	vbt --backend /dev/nullb0 --mode functional --queues 4 --workers 2
+}
+
+desc_vb_vd="functional, the guest's virtio-blk disk as backend: 2 queues on 2 workers"
+vb_vd() {
+	vb_setup || return
+	vbt --backend "$(vb_vdisk)" --mode functional --queues 2 --workers 2
+}
+
+desc_vb_ext4="functional, a raw image file on ext4 (asynchronous direct I/O), swapped with a second file under load"
+vb_ext4() {
+	vb_setup || return
+	mkdir -p $VB_MNT
+	if ! mountpoint -q $VB_MNT; then
+		mkfs.ext4 -q -F /dev/ram1 && mount /dev/ram1 $VB_MNT || fail "cannot make ext4 on /dev/ram1" || return
+	fi
+	truncate -s 24M $VB_MNT/a.img $VB_MNT/b.img || return
+	vbt --backend $VB_MNT/a.img --alt-backend $VB_MNT/b.img --mode functional --queues 2 --workers 2
+}
+
+desc_vb_tmpfs="functional, a file on tmpfs (direct I/O that completes synchronously)"
+vb_tmpfs() {
+	vb_setup || return
+	truncate -s 24M /tmp/vb-tmpfs.img || return
+	vbt --backend /tmp/vb-tmpfs.img --mode functional --queues 2 --workers 1
+	local rc=$?
+	rm -f /tmp/vb-tmpfs.img
+	return $rc
+}
+
+desc_vb_ro="read-only backends: opened O_RDONLY and with VHOST_BLK_BACKEND_F_RDONLY, writes get IOERR"
+vb_ro() {
+	vb_setup || return
+	vbt --backend /dev/ram0 --mode functional --queues 2 --ro
+}
+
+desc_vb_hostile="hostile rings and requests on brd, a file and the virtio-blk disk: error status or broken vring, never a crash"
+vb_hostile() {
+	vb_setup || return
+	truncate -s 16M /tmp/vb-hostile.img || return
+	vbt --backend /dev/ram0 --mode hostile &&
+		vbt --backend /tmp/vb-hostile.img --mode hostile &&
+		vbt --backend "$(vb_vdisk)" --mode hostile
+	local rc=$?
+	rm -f /tmp/vb-hostile.img
+	return $rc
+}
+
+desc_vb_fair="two busy vrings on one worker both make progress (vhost_exceeds_weight)"
+vb_fair() {
+	vb_setup || return
+	local out reqs
+	out=$("$VBT" --backend /dev/nullb0 --mode bench --queues 2 --workers 1 --qd 32 --time 3) ||
+		fail "bench failed: $out" || return
+	echo "$out"
+	# One "vring N requests R ..." line per vring, from the device's counters.
+	reqs=$(awk '/^vring [0-9]+ requests/ { print $4 }' <<<"$out")
+	[[ $(wc -l <<<"$reqs") == 2 ]] || fail "no per-vring counters" || return
+	python3 - "$reqs" <<'EOF' || fail "one vring starved the other"
+import sys
+a, b = (int(x) for x in sys.argv[1].split())
+print("vring requests: %d and %d, ratio %.2f" % (a, b, min(a, b) / max(a, b)))
+sys.exit(0 if min(a, b) >= 0.5 * max(a, b) else 1)
+EOF
+}
+
+desc_vb_kill="owner killed with I/O in flight (SIGKILL): the process exits, nothing hangs, the module still unloads"
+vb_kill() {
+	vb_setup || return
+	local pid i
+	for mode in 1 2; do
+		"$VBT" --backend "$(vb_vdisk)" --mode bench --queues 2 --workers "$mode" --qd 32 --time 30 >/dev/null 2>&1 &
+		pid=$!
+		sleep 2
+		kill -9 $pid
+		for ((i = 0; i < 50; i++)); do
+			kill -0 $pid 2>/dev/null || break
+			sleep 0.2
+		done
+		kill -0 $pid 2>/dev/null && { fail "owner still alive 10 s after SIGKILL"; return; }
+		wait $pid 2>/dev/null
+	done
+	# A leaked file reference (backend, module) would keep the module busy.
+	vmodprobe -r vhost_blk || fail "vhost_blk does not unload after the killed owners" || return
+	vb_setup
+}
+
+desc_vb_unload="after all of the above, vhost_blk unloads and loads again"
+vb_unload() {
+	mountpoint -q $VB_MNT && umount $VB_MNT
+	vmodprobe -r vhost_blk || fail "cannot unload vhost_blk" || return
+	[[ ! -e /dev/vhost-blk ]] || fail "/dev/vhost-blk still there" || return
+	vb_setup
+}
+
+TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_kill vb_unload)
