@@ -3,7 +3,8 @@
 # checkpatch.pl --strict, and the guest kernel builds (without new warnings)
 # at every patch, not just at the top. The build check checks out each commit
 # of build/linux in place (only changed files recompile), so the tree must be
-# clean; it returns to where it was.
+# clean; it returns to where it was. It builds in build/obj-bisect with the
+# guest kernel's configuration.
 #   scripts/check-series.sh [checkpatch|bisect|all]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -28,8 +29,14 @@ fi
 if [[ $what == bisect || $what == all ]]; then
 	[[ -z $(git -C "$KSRC" status --porcelain --untracked-files=no) ]] ||
 		die "build/linux has uncommitted changes: commit or stash them first"
-	obj=$(kobj guest)
-	[[ -f $obj/.config ]] || die "build the guest kernel first (scripts/build-kernel.sh)"
+	# A tree of its own, so the guest kernel the tests boot is never touched,
+	# and the guest's full .config at every patch: a patch that adds a
+	# Kconfig symbol is built with it enabled, and an earlier patch that does
+	# not know the symbol yet cannot drop it for the later ones.
+	cfg=$(kobj guest)/.config
+	[[ -f $cfg ]] || die "build the guest kernel first (scripts/build-kernel.sh)"
+	obj=$BUILD/obj-bisect
+	mkdir -p "$obj"
 	orig=$(git -C "$KSRC" symbolic-ref -q --short HEAD || git -C "$KSRC" rev-parse HEAD)
 	trap 'git -C "$KSRC" checkout -q "$orig"' EXIT
 	export KBUILD_BUILD_TIMESTAMP="2000-01-01" KBUILD_BUILD_USER=vstor KBUILD_BUILD_HOST=vstor
@@ -38,7 +45,9 @@ if [[ $what == bisect || $what == all ]]; then
 		subj=$(git -C "$KSRC" log -1 --format=%s "$c")
 		git -C "$KSRC" checkout -q "$c"
 		start=$SECONDS
-		if make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$(nproc)" bzImage modules >"$obj/bisect.log" 2>&1 &&
+		cp "$cfg" "$obj/.config"
+		if make -C "$KSRC" O="$obj" CC="ccache gcc" olddefconfig >"$obj/config.log" 2>&1 &&
+			make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$(nproc)" bzImage modules >"$obj/bisect.log" 2>&1 &&
 			! grep -q 'warning:' "$obj/bisect.log"; then
 			echo "builds: $subj: ok ($((SECONDS - start))s)"
 		else
