@@ -107,7 +107,7 @@ vb_hostile() {
 	return $rc
 }
 
-desc_vb_fair="two busy vrings on one worker both make progress (vhost_exceeds_weight)"
+desc_vb_fair="two busy vrings sharing one worker are served within 2x of each other (the device's own counters)"
 vb_fair() {
 	vb_setup || return
 	local out reqs
@@ -128,9 +128,9 @@ EOF
 desc_vb_kill="owner killed with I/O in flight (SIGKILL): the process exits, nothing hangs, the module still unloads"
 vb_kill() {
 	vb_setup || return
-	local pid i
-	for mode in 1 2; do
-		"$VBT" --backend "$(vb_vdisk)" --mode bench --queues 2 --workers "$mode" --qd 32 --time 30 >/dev/null 2>&1 &
+	local pid i workers
+	for workers in 1 2; do
+		"$VBT" --backend "$(vb_vdisk)" --mode bench --queues 2 --workers "$workers" --qd 32 --time 30 >/dev/null 2>&1 &
 		pid=$!
 		sleep 2
 		kill -9 $pid
