@@ -3,22 +3,10 @@
 "<backend> <qd> <hipri> <iops> <lat_mean_us> <lat_p99_us> <ios> <irqs>",
 into a table of means per (backend, qd, mode) with hipri/plain ratios."""
 import sys
-from collections import defaultdict
 
-runs = defaultdict(list)
-order = []
-for line in open(sys.argv[1]):
-    f = line.split()
-    if len(f) != 8:
-        continue
-    key = (f[0], int(f[1]))
-    if key not in order:
-        order.append(key)
-    runs[key + (int(f[2]),)].append([float(x) for x in f[3:]])
+from table_lib import mean, read_runs
 
-
-def mean(rows, i):
-    return sum(r[i] for r in rows) / len(rows)
+order, runs = read_runs(sys.argv[1], 8, 2)
 
 
 names = {"vstor0": "file", "vstor1": "null-co"}

@@ -3,22 +3,10 @@
 "<backend> <qd> <queues> <workers> <path> <iops> <lat_mean_us> <lat_p99_us>",
 into a table of means with vhost-blk / io_uring ratios."""
 import sys
-from collections import defaultdict
 
-runs = defaultdict(list)
-order = []
-for line in open(sys.argv[1]):
-    f = line.split()
-    if len(f) != 8:
-        continue
-    key = (f[0], int(f[1]), int(f[2]), int(f[3]))
-    if key not in order:
-        order.append(key)
-    runs[key + (f[4],)].append([float(x) for x in f[5:]])
+from table_lib import mean, read_runs
 
-
-def mean(rows, i):
-    return sum(r[i] for r in rows) / len(rows)
+order, runs = read_runs(sys.argv[1], 8, 4)
 
 
 reps = len(next(iter(runs.values())))
