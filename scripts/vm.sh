@@ -18,6 +18,8 @@
 #                          controller instead of virtio-blk).
 #   --no-disk              no virtio-blk disk at all
 #   --qemu ARG             extra QEMU argument; repeatable
+#   --shared-mem           guest RAM in a shared memfd, as vhost-user devices
+#                          (vhost-user-blk-pci, vhost-user-fs-pci) need
 #   --append ARGS          extra kernel command line
 #   --modules "M..."       modules to load at boot (default virtio_blk; ""
 #                          for none); their options come from --append
@@ -37,7 +39,7 @@ set -euo pipefail
 
 flavor=guest kernel="" cpus=2 mem=2G timeout=1800 append="" rundir=""
 modules=virtio_blk
-disks=() extra=() nodisk=0
+disks=() extra=() nodisk=0 sharedmem=0
 while (($#)); do
 	case $1 in
 	--flavor) flavor=$2; shift 2 ;;
@@ -47,6 +49,7 @@ while (($#)); do
 	--disk) disks+=("$2"); shift 2 ;;
 	--no-disk) nodisk=1; shift ;;
 	--qemu) extra+=("$2"); shift 2 ;;
+	--shared-mem) sharedmem=1; shift ;;
 	--append) append+=" $2"; shift 2 ;;
 	--modules) modules=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
@@ -155,7 +158,12 @@ cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=1048576,cache=loose ro"
 cmdline+=" init=$TOP/scripts/guest-init.sh panic=-1 loglevel=7"
 cmdline+=" rcupdate.rcu_cpu_stall_timeout=60 brd.rd_nr=0 null_blk.nr_devices=0$append"
 
-qemu=(qemu-system-x86_64 -machine pc "${accel_args[@]}" -smp "$cpus" -m "$mem"
+machine=(-machine pc)
+if ((sharedmem)); then
+	machine=(-object "memory-backend-memfd,id=mem,size=$mem,share=on"
+		-machine pc,memory-backend=mem)
+fi
+qemu=(qemu-system-x86_64 "${machine[@]}" "${accel_args[@]}" -smp "$cpus" -m "$mem"
 	-display none -no-reboot -monitor none -serial "file:$rundir/console.log"
 	-qmp "unix:$rundir/qmp.sock,server=on,wait=off"
 	-kernel "$kernel" -append "$cmdline"

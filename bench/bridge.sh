@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Benchmark: a second-level guest's disk served three ways, side by side in
+# one boot of that guest, all on the same backing device (a brd ramdisk in
+# the first-level guest):
+#   bridge   vhost-user-blk-pci -> tools/vhost-blk-bridge -> vhost-blk
+#   qemu     QEMU's own virtio-blk-pci (aio=io_uring, cache=none)
+#   qsd      vhost-user-blk-pci -> qemu-storage-daemon (QEMU's userspace
+#            vhost-user-blk export, aio=io_uring, cache.direct=on)
+# The first-level guest runs our kernel (with vhost-blk) under TCG and boots
+# the second with the host's QEMU, also under TCG.
+#   bench/bridge.sh [--cpus N] [--runtime S] [--reps N] [--qd "1 16"]
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+cpus=2 runtime=6 reps=2 qd="1 16" flavor=guest
+bench_opts "$@"
+[[ -x $BUILD/tools/vhost-blk-bridge ]] || die "no $BUILD/tools/vhost-blk-bridge: run make tools"
+# The first-level guest: 3 GiB, of which the second-level guest takes 1 GiB.
+exec "$TOP/scripts/vm.sh" --flavor "$flavor" --cpus "$cpus" --mem 3G --no-disk \
+	--modules vhost_blk --append "brd.rd_nr=1 brd.rd_size=524288" -- \
+	"$TOP/bench/guest/bridge.sh" "$cpus" "$runtime" "$reps" "$qd"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs inside a second-level guest (a guest the test guest boots with the
+# host's QEMU), whose only disk is a vhost-user-blk device. The run
+# directory (/run/vstor, shared with the test guest) carries a handshake so
+# the test guest can read the bridge's counters right before and right after
+# the I/O:
+#   inner-blk.sh verify   write "ready", wait for "go"; fio random writes with
+#                         crc32c verification, one job pinned to each vCPU;
+#                         write "done", wait for "go2"
+#   inner-blk.sh load     random writes until the VMM is killed
+set -uo pipefail
+mode=${1:?usage: inner-blk.sh verify|load}
+run=/run/vstor
+dev=/dev/vda
+
+wait_for() { # wait_for FILE: up to 300 s
+	local i
+	for ((i = 0; i < 3000; i++)); do
+		[[ -e $run/$1 ]] && return 0
+		sleep 0.1
+	done
+	echo "inner: no $1 from the test guest"
+	return 1
+}
+
+[[ -b $dev ]] || { echo "inner: no $dev"; exit 1; }
+ncpu=$(nproc)
+echo "inner: $dev $(cat /sys/block/vda/size) sectors, $(ls /sys/block/vda/mq | wc -l) hw queues, $ncpu vCPUs, serial $(cat /sys/block/vda/serial)"
+for q in /sys/block/vda/mq/*; do
+	echo "inner: queue ${q##*/} cpu_list $(cat "$q/cpu_list")"
+done
+
+case $mode in
+verify)
+	echo ready >$run/ready
+	wait_for go || exit 1
+	rc=0
+	# One job per vCPU, each on its own 8 MiB, so both queues carry I/O;
+	# fio reads every block back and checks its crc32c.
+	fio --name=verify --filename=$dev --direct=1 --ioengine=io_uring \
+		--rw=randwrite --bs=4k --iodepth=8 --size=8M --offset_increment=8M \
+		--numjobs="$ncpu" --cpus_allowed=0-$((ncpu - 1)) --cpus_allowed_policy=split \
+		--verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting \
+		>$run/fio.out 2>$run/fio.err || rc=$?
+	echo "inner: fio exit $rc"
+	cat $run/fio.err
+	echo $rc >$run/done
+	wait_for go2 || exit 1
+	exit "$rc"
+	;;
+load)
+	echo ready >$run/ready
+	fio --name=load --filename=$dev --direct=1 --ioengine=io_uring \
+		--rw=randwrite --bs=4k --iodepth=16 --numjobs="$ncpu" --size=32M \
+		--time_based --runtime=600 --cpus_allowed_policy=split \
+		--cpus_allowed=0-$((ncpu - 1)) >/dev/null 2>&1
+	echo "inner: load ended"
+	;;
+*)
+	echo "inner: unknown mode $mode"
+	exit 2
+	;;
+esac
