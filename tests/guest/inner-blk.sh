@@ -6,7 +6,8 @@
 # the I/O:
 #   inner-blk.sh verify   write "ready", wait for "go"; fio random writes with
 #                         crc32c verification, one job pinned to each vCPU;
-#                         write "done", wait for "go2"
+#                         write "done", wait for "go2" (the bridge restarts
+#                         in between), then read everything back and verify
 #   inner-blk.sh load     random writes until the VMM is killed
 set -uo pipefail
 mode=${1:?usage: inner-blk.sh verify|load}
@@ -45,7 +46,15 @@ verify)
 	echo "inner: fio exit $rc"
 	cat $run/fio.err
 	echo $rc >$run/done
+	# Meanwhile the test guest restarts the bridge; QEMU reconnects.
 	wait_for go2 || exit 1
+	((rc == 0)) || exit "$rc"
+	fio --name=verify --filename=$dev --direct=1 --ioengine=io_uring \
+		--rw=randwrite --bs=4k --iodepth=8 --size=8M --offset_increment=8M \
+		--numjobs="$ncpu" --verify=crc32c --verify_fatal=1 --verify_only \
+		--group_reporting >$run/fio2.out 2>$run/fio2.err || rc=$?
+	echo "inner: after the reconnect, fio --verify_only exit $rc"
+	cat $run/fio2.err
 	exit "$rc"
 	;;
 load)

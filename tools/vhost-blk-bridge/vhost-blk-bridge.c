@@ -1227,11 +1227,12 @@ static int open_backend(struct bridge *b)
 	struct stat st;
 	int fd;
 
-	fd = open(b->backend_path, (b->readonly ? O_RDONLY : O_RDWR) |
-		  O_DIRECT | O_CLOEXEC);
+	int flags = (b->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC, dfd;
+
+	/* vhost-blk does direct I/O itself; the fd needs no O_DIRECT. */
+	fd = open(b->backend_path, flags);
 	if (fd < 0) {
-		logmsg("cannot open backend %s%s: %m", b->backend_path,
-		       errno == EINVAL ? " with O_DIRECT" : "");
+		logmsg("cannot open backend %s: %m", b->backend_path);
 		return -1;
 	}
 	if (fstat(fd, &st)) {
@@ -1262,6 +1263,13 @@ static int open_backend(struct bridge *b)
 		/* Without hardware support the kernel writes zero pages. */
 		b->max_wz_sectors = 1U << 21;
 	} else if (S_ISREG(st.st_mode)) {
+		dfd = open(b->backend_path, flags | O_DIRECT);
+		if (dfd < 0) {
+			logmsg("backend %s cannot be opened with O_DIRECT, and vhost-blk does direct I/O only: %m",
+			       b->backend_path);
+			goto fail;
+		}
+		close(dfd);
 		b->size = st.st_size;
 		/* Direct I/O needs the file's alignment (Linux 6.1+). */
 		if (!statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) &&
@@ -1394,7 +1402,8 @@ static void usage(FILE *f)
 "  -chardev socket,id=vb0,path=PATH -device vhost-user-blk-pci,chardev=vb0,num-queues=4\n"
 "\n"
 "  -s, --socket PATH     unix socket to listen on (a stale socket is replaced)\n"
-"  -b, --backend PATH    block device or raw image file, opened O_DIRECT\n"
+"  -b, --backend PATH    block device or raw image file (vhost-blk does direct\n"
+"                        I/O on it, so a file must support O_DIRECT)\n"
 "  -q, --queues N        request queues offered (default 1, at most vhost-blk's\n"
 "                        max_queues module parameter)\n"
 "  -w, --workers MODE    per-queue (default): a vhost worker thread per queue;\n"
