@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: set up, build the patched guest kernel, boot it and show
-# virtio-blk poll queues, io_uring passthrough and vhost-blk at work with
-# numbers.
+# virtio-blk poll queues, io_uring passthrough, vhost-blk and the
+# vhost-user-blk bridge at work with numbers.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 "$TOP/scripts/setup.sh"
@@ -17,3 +17,5 @@ log "io_uring passthrough: /dev/vblk/vdX (fio cmd_type=vblk) vs /dev/vdX, beside
 "$TOP/bench/pt.sh"
 log "vhost-blk: /dev/vhost-blk driven by tools/virtio/vhost_blk_test vs io_uring O_DIRECT, same device (null_blk, brd), by QD, queues and workers"
 "$TOP/bench/vhost.sh"
+log "vhost-user-blk bridge: a second-level guest's disk through tools/vhost-blk-bridge + vhost-blk, beside QEMU's virtio-blk and qemu-storage-daemon on the same brd device"
+"$TOP/bench/bridge.sh" --reps 1

@@ -1083,9 +1083,10 @@ static int handle(struct bridge *b, struct vu_msg *msg, int *fds,
 /*
  * Reads one message and its file descriptors. Returns 0, or 1 when the
  * connection must be closed (peer gone, or a message we cannot parse past).
+ * *truncated says more than VU_MAX_FDS came with it.
  */
 static int receive(struct bridge *b, struct vu_msg *msg, int *fds,
-		   unsigned int *nfds)
+		   unsigned int *nfds, bool *truncated)
 {
 	char cbuf[CMSG_SPACE(VU_MAX_FDS * sizeof(int))];
 	struct iovec iov = { .iov_base = &msg->hdr, .iov_len = sizeof(msg->hdr) };
@@ -1134,11 +1135,8 @@ static int receive(struct bridge *b, struct vu_msg *msg, int *fds,
 		       req_name(msg->hdr.request), msg->hdr.size, VU_MAX_PAYLOAD);
 		return 1;
 	}
-	if (mh.msg_flags & MSG_CTRUNC) {
-		logmsg("connection: more than %u file descriptors in one message; closing",
-		       VU_MAX_FDS);
-		return 1;
-	}
+	/* The fds past VU_MAX_FDS were closed by the kernel. */
+	*truncated = mh.msg_flags & MSG_CTRUNC;
 	memset(msg->raw, 0, sizeof(msg->raw));
 	if (!msg->hdr.size)
 		return 0;
@@ -1171,10 +1169,10 @@ static int serve_one(struct bridge *b)
 	static struct vu_msg msg;
 	int fds[VU_MAX_FDS];
 	unsigned int nfds, i;
-	bool need_reply;
+	bool need_reply, truncated;
 	int ret;
 
-	ret = receive(b, &msg, fds, &nfds);
+	ret = receive(b, &msg, fds, &nfds, &truncated);
 	if (ret) {
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);
@@ -1185,7 +1183,13 @@ static int serve_one(struct bridge *b)
 	if (b->verbose)
 		logmsg("<- %s (%u bytes, %u fds)", req_name(msg.hdr.request),
 		       msg.hdr.size, nfds);
-	ret = handle(b, &msg, fds, nfds);
+	if (truncated) {
+		logmsg("%s: more than %u file descriptors", req_name(msg.hdr.request),
+		       VU_MAX_FDS);
+		ret = vu_has_reply(msg.hdr.request) ? 1 : -EINVAL;
+	} else {
+		ret = handle(b, &msg, fds, nfds);
+	}
 	for (i = 0; i < nfds; i++)
 		close_fd(&fds[i]);
 	if (ret == 1) {

@@ -1,0 +1,291 @@
+# vhost-blk-bridge (tools/vhost-blk-bridge): a vhost-user-blk backend whose
+# data path is vhost-blk. Driven by a scripted vhost-user front end
+# (tests/tools/vub_test.py) and by the host's own QEMU booting a second-level
+# guest inside this one, with the bridge serving its disk.
+# shellcheck shell=bash
+
+BRIDGE=$TOOLS/vhost-blk-bridge
+VUB=$TOP/tests/tools/vub_test.py
+BR_MNT=/tmp/br-ext4
+
+br_setup() {
+	[[ -e /dev/vhost-blk ]] && return 0
+	vmodprobe vhost_blk || return 1
+	udevadm settle 2>/dev/null || true
+	[[ -e /dev/vhost-blk ]] || fail "no /dev/vhost-blk after loading vhost_blk"
+}
+
+# br_start NAME ARGS...: start the bridge on /tmp/NAME.sock with its stats in
+# /tmp/NAME.stats and its log in /tmp/NAME.log; sets BR_PID, BR_SOCK,
+# BR_STATS and BR_LOG.
+br_start() {
+	local name=$1 i
+	shift
+	BR_SOCK=/tmp/$name.sock BR_STATS=/tmp/$name.stats BR_LOG=/tmp/$name.log
+	rm -f "$BR_SOCK" "$BR_STATS"
+	"$BRIDGE" --socket "$BR_SOCK" --stats "$BR_STATS" "$@" 2>"$BR_LOG" &
+	BR_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		[[ -S $BR_SOCK && -s $BR_STATS ]] && return 0
+		kill -0 $BR_PID 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$BR_LOG"
+	fail "the bridge did not start: $BRIDGE $*"
+}
+
+# br_stop: SIGTERM; the bridge must exit 0 and remove its socket.
+br_stop() {
+	local rc=0
+	kill -TERM "$BR_PID" 2>/dev/null
+	wait "$BR_PID" || rc=$?
+	if ((rc != 0)); then
+		sed 's/^/  bridge: /' "$BR_LOG" | tail -n 20
+		fail "the bridge exited $rc on SIGTERM"
+		return
+	fi
+	[[ ! -e $BR_SOCK ]] || fail "the bridge left $BR_SOCK behind"
+}
+
+# br_stats: make the bridge rewrite its stats file now (SIGUSR1) and wait
+# for the new one.
+br_stats() {
+	local seq i
+	seq=$(awk '$1 == "seq" { print $2 }' "$BR_STATS")
+	kill -USR1 "$BR_PID" || { fail "the bridge is gone"; return; }
+	for ((i = 0; i < 200; i++)); do
+		[[ $(awk '$1 == "seq" { print $2 }' "$BR_STATS" 2>/dev/null) != "$seq" ]] && return 0
+		sleep 0.05
+	done
+	fail "the bridge did not answer SIGUSR1"
+}
+
+# br_get KEY [FILE]: a top-level counter; br_vring I FIELD [FILE]: a vring's.
+br_get() { awk -v k="$1" '$1 == k { print $2 }' "${2:-$BR_STATS}"; }
+br_vring() {
+	awk -v i="$1" -v f="$2" '$1 == "vring" && $2 == i {
+		for (n = 3; n < NF; n += 2) if ($n == f) print $(n + 1) }' "${3:-$BR_STATS}"
+}
+
+# vub SCENARIO... [-- OPTIONS]: the scripted front end against the running
+# bridge; its ok/not ok lines go to the log.
+vub() {
+	local rc=0
+	timeout -k 5 600 /usr/bin/python3 "$VUB" --socket "$BR_SOCK" --stats "$BR_STATS" --pid "$BR_PID" "$@" || rc=$?
+	((rc == 0)) || fail "vub_test.py $* exited $rc"
+}
+
+desc_br_cli="--help, and clear errors for bad options, a missing backend, a directory, too many queues, a socket path that is a file"
+br_cli() {
+	br_setup || return
+	local out rc
+	out=$("$BRIDGE" --help) || { fail "--help exited $?"; return; }
+	[[ $out == *"--socket PATH"*"--backend PATH"*"--workers"* ]] || fail "--help does not describe the options" || return
+	# expect_err EXIT PATTERN ARGS...: the bridge exits EXIT, saying PATTERN.
+	expect_err() {
+		local want=$1 pat=$2
+		shift 2
+		rc=0
+		out=$("$BRIDGE" "$@" 2>&1) || rc=$?
+		((rc == want)) || { fail "$*: exit $rc, want $want ($out)"; return; }
+		[[ $out == *"$pat"* ]] || fail "$*: '$out' does not say '$pat'"
+	}
+	expect_err 2 "--socket and --backend are required" --socket /tmp/x.sock || return
+	expect_err 2 "not a number from 1 to 128" -s /tmp/x.sock -b /dev/ram0 --queues 0 || return
+	expect_err 2 "neither per-queue nor one" -s /tmp/x.sock -b /dev/ram0 --workers 3 || return
+	expect_err 1 "cannot open backend /nonexistent" -s /tmp/x.sock -b /nonexistent || return
+	expect_err 1 "cannot open backend /tmp: Is a directory" -s /tmp/x.sock -b /tmp || return
+	rm -f /tmp/x.fifo && mkfifo /tmp/x.fifo
+	expect_err 1 "neither a block device nor a regular file" -s /tmp/x.sock -b /tmp/x.fifo || return
+	expect_err 1 "max_queues parameter" -s /tmp/x.sock -b /dev/ram0 --queues 17 || return
+	: >/tmp/x.notsock
+	expect_err 1 "exists and is not a socket" -s /tmp/x.notsock -b /dev/ram0 || return
+	[[ -f /tmp/x.notsock ]] || fail "the bridge removed a regular file at its socket path"
+}
+
+# The scripted front end needs a writable backend of at least 24 MiB; brd
+# ram0 is 256 MiB.
+BR_VUB_OPTS=(--expect-serial vub-serial-0123 --expect-seg-max 64 --expect-queues 2 --backend-size $((256 << 20)))
+
+desc_br_io="scripted front end, brd backend, 2 queues on 2 workers: every request type, indirect, 1 MiB requests, event index on and off; vring stop/restart from GET_VRING_BASE across the index wrap; RESET_DEVICE and RESET_OWNER, idle and with I/O in flight"
+br_io() {
+	br_setup || return
+	br_start br-io --backend /dev/ram0 --queues 2 --serial vub-serial-0123 --seg-max 64 || return
+	vub "${BR_VUB_OPTS[@]}" --expect-workers per-queue --scenario io restart reset reset-busy || return
+	br_stop
+}
+
+desc_br_disconnect="the front end disconnects with I/O in flight, and is SIGKILLed mid-I/O: acknowledged data survives, nothing stays in flight, the next connection is served"
+br_disconnect() {
+	br_setup || return
+	br_start br-disc --backend /dev/ram0 --queues 2 --serial vub-serial-0123 --seg-max 64 || return
+	vub "${BR_VUB_OPTS[@]}" --scenario disconnect || return
+	br_stop
+}
+
+desc_br_malformed="malformed vhost-user messages (sizes, indices, ring sizes and addresses, memory tables, fds, features, flags, unknown requests, oversized payloads, half messages): each refused or the connection closed, the bridge keeps serving and leaks no fd"
+br_malformed() {
+	br_setup || return
+	br_start br-mal --backend /dev/ram0 --queues 2 --serial vub-serial-0123 --seg-max 64 || return
+	vub "${BR_VUB_OPTS[@]}" --scenario malformed || return
+	local errors
+	br_stats || return
+	errors=$(br_get errors)
+	note "the bridge refused $errors messages"
+	((errors >= 20)) || fail "only $errors messages counted as refused" || return
+	br_stop
+}
+
+desc_br_readonly="--readonly on one worker: RO offered, reads match the device, writes, discards and write-zeroes fail"
+br_readonly() {
+	br_setup || return
+	br_start br-ro --backend /dev/ram0 --queues 2 --readonly --workers one || return
+	vub --expect-workers one --backend-file /dev/ram0 --scenario readonly || return
+	br_stop
+}
+
+desc_br_file="a raw image file on ext4 as backend: the front end's I/O, restart and disconnect scenarios"
+br_file() {
+	br_setup || return
+	mkdir -p $BR_MNT
+	if ! mountpoint -q $BR_MNT; then
+		mkfs.ext4 -q -F /dev/ram1 && mount /dev/ram1 $BR_MNT || fail "cannot make ext4 on /dev/ram1" || return
+	fi
+	truncate -s 64M $BR_MNT/disk.img || return
+	br_start br-file --backend $BR_MNT/disk.img --queues 2 || return
+	vub --backend-size $((64 << 20)) --scenario io restart disconnect || return
+	br_stop
+}
+
+desc_br_failing="a backend that fails (null_blk with bad blocks): IOERR for those sectors only, the disk and the bridge keep working"
+br_failing() {
+	br_setup || return
+	local nb=/sys/kernel/config/nullb/brfail
+	mountpoint -q /sys/kernel/config || mount -t configfs configfs /sys/kernel/config || return
+	if [[ ! -d $nb ]]; then
+		mkdir $nb || fail "cannot create a null_blk through configfs" || return
+		echo 64 >$nb/size && echo 1 >$nb/memory_backed && echo 2 >$nb/submit_queues &&
+			echo "+100000-100007" >$nb/badblocks && echo 1 >$nb/power ||
+			fail "cannot configure the null_blk" || return
+		udevadm settle 2>/dev/null || true
+	fi
+	[[ -b /dev/brfail ]] || fail "no /dev/brfail" || return
+	br_start br-fail --backend /dev/brfail --queues 2 || return
+	vub --bad-sector 100000 --scenario failing || return
+	br_stop
+}
+
+desc_br_nested="QEMU (vhost-user-blk-pci, 2 queues) boots a second-level guest on the bridge: fio verify passes on both queues, the I/O moves vhost-blk's counters and not the bridge's messages or CPU time; the bridge restarts, QEMU reconnects and the data reads back intact"
+br_nested() {
+	br_setup || return
+	br_start br-nested --backend /dev/ram0 --queues 2 || return
+	local inner=/tmp/br-inner rc=0
+	rm -rf $inner
+	mkdir -p $inner
+	"$TOP/scripts/vm.sh" --keep $inner --cpus 2 --mem 512M --shared-mem --no-disk --timeout 600 \
+		--qemu -chardev --qemu "socket,id=vb0,path=$BR_SOCK,reconnect=1" \
+		--qemu -device --qemu "vhost-user-blk-pci,chardev=vb0,num-queues=2" \
+		-- "$TOP/tests/guest/inner-blk.sh" verify >/tmp/br-inner.out 2>&1 &
+	local vpid=$! i
+	for ((i = 0; i < 3000; i++)); do
+		[[ -e $inner/ready ]] && break
+		kill -0 $vpid 2>/dev/null || break
+		sleep 0.1
+	done
+	[[ -e $inner/ready ]] || { cat /tmp/br-inner.out; fail "the second-level guest did not come up"; return; }
+	br_stats || return
+	cp "$BR_STATS" /tmp/br-before
+	: >$inner/go
+	for ((i = 0; i < 3000; i++)); do
+		[[ -e $inner/done ]] && break
+		kill -0 $vpid 2>/dev/null || break
+		sleep 0.1
+	done
+	br_stats || return
+	cp "$BR_STATS" /tmp/br-after
+	# Restart the bridge under the running VMM: SIGTERM drains, QEMU
+	# (reconnect=1) connects to the new one and starts the device again.
+	br_stop || return
+	br_start br-nested --backend /dev/ram0 --queues 2 || return
+	for ((i = 0; i < 600; i++)); do
+		br_stats || return
+		[[ $(br_get running) == 1 ]] && break
+		sleep 0.1
+	done
+	[[ $(br_get running) == 1 ]] || fail "QEMU did not reconnect to the restarted bridge" || return
+	: >$inner/go2
+	wait $vpid || rc=$?
+	sed 's/^/  /' /tmp/br-inner.out | grep -v '^  \[' | tail -n 20
+	((rc == 0)) || { fail "second-level guest: exit $rc"; return; }
+	[[ $(cat $inner/done) == 0 ]] || fail "fio verify failed in the second-level guest" || return
+
+	local q req0 req1 wb m0 m1 c0 c1
+	for q in 0 1; do
+		req0=$(br_vring $q requests /tmp/br-before)
+		req1=$(br_vring $q requests /tmp/br-after)
+		wb=$(($(br_vring $q write_bytes /tmp/br-after) - $(br_vring $q write_bytes /tmp/br-before)))
+		note "vring $q: $((req1 - req0)) requests, $((wb >> 20)) MiB written through vhost-blk during fio, worker $(br_vring $q worker /tmp/br-after)"
+		# 2048 4 KiB writes and as many verify reads per job and queue.
+		((req1 - req0 >= 4096)) || fail "vring $q served $((req1 - req0)) requests, want >= 4096" || return
+		((wb >= 8 << 20)) || fail "vring $q wrote $wb bytes, want >= 8 MiB" || return
+	done
+	[[ $(br_vring 0 worker /tmp/br-after) != "$(br_vring 1 worker /tmp/br-after)" ]] ||
+		fail "both vrings on one worker with --workers per-queue" || return
+	m0=$(br_get messages /tmp/br-before) m1=$(br_get messages /tmp/br-after)
+	c0=$(br_get cpu_us /tmp/br-before) c1=$(br_get cpu_us /tmp/br-after)
+	note "bridge during fio: $((m1 - m0)) vhost-user messages, $(((c1 - c0) / 1000)) ms of CPU in its main thread"
+	expect_eq "vhost-user messages during the I/O" $((m1 - m0)) 0 || return
+	# Two stats writes fall in the window; the data path would cost seconds.
+	((c1 - c0 < 50000)) || fail "the bridge's main thread used $(((c1 - c0) / 1000)) ms during the I/O" || return
+	br_stop
+}
+
+desc_br_vmm_kill="the VMM is killed (SIGKILL) mid-I/O: the bridge drains, survives, and serves a new connection"
+br_vmm_kill() {
+	br_setup || return
+	br_start br-kill --backend /dev/ram0 --queues 2 || return
+	local inner=/tmp/br-kinner i qpid req
+	rm -rf $inner
+	mkdir -p $inner
+	"$TOP/scripts/vm.sh" --keep $inner --cpus 2 --mem 512M --shared-mem --no-disk --timeout 600 \
+		--qemu -chardev --qemu "socket,id=vb0,path=$BR_SOCK" \
+		--qemu -device --qemu "vhost-user-blk-pci,chardev=vb0,num-queues=2" \
+		-- "$TOP/tests/guest/inner-blk.sh" load >/tmp/br-kinner.out 2>&1 &
+	local vpid=$!
+	# Wait for the load to be running: requests moving on the vrings.
+	for ((i = 0; i < 600; i++)); do
+		br_stats || return
+		req=$(($(br_vring 0 requests) + $(br_vring 1 requests)))
+		((req > 500)) && break
+		kill -0 $vpid 2>/dev/null || break
+		sleep 0.5
+	done
+	((req > 500)) || { cat /tmp/br-kinner.out; fail "no load on the bridge ($req requests)"; return; }
+	qpid=$(pgrep -f "^qemu-system-x86_64 .*path=$BR_SOCK") || { fail "no QEMU for $BR_SOCK"; return; }
+	note "killing QEMU (pid $qpid) with $(br_vring 0 inflight)+$(br_vring 1 inflight) requests in flight after $req"
+	kill -9 $qpid
+	wait $vpid 2>/dev/null
+	for ((i = 0; i < 100; i++)); do
+		grep -q "connection closed" "$BR_LOG" && break
+		sleep 0.1
+	done
+	grep -q "connection closed" "$BR_LOG" || fail "the bridge did not notice the VMM's death" || return
+	kill -0 "$BR_PID" 2>/dev/null || fail "the bridge died with its VMM" || return
+	br_stats || return
+	expect_eq "kernel device after the disconnect (running)" "$(br_get running)" 0 || return
+	expect_eq "requests in flight" "$(($(br_vring 0 inflight) + $(br_vring 1 inflight)))" 0 || return
+	# Reconnect: a new front end gets a working device.
+	vub --scenario io || return
+	br_stop
+}
+
+desc_br_unload="after all of the above, vhost_blk unloads (no device or backend reference leaked)"
+br_unload() {
+	mountpoint -q $BR_MNT && umount $BR_MNT
+	[[ -d /sys/kernel/config/nullb/brfail ]] && echo 0 >/sys/kernel/config/nullb/brfail/power &&
+		rmdir /sys/kernel/config/nullb/brfail
+	pgrep -f "^$BRIDGE " && { fail "a bridge is still running"; return; }
+	vmodprobe -r vhost_blk || fail "cannot unload vhost_blk"
+}
+
+TESTS=(br_cli br_io br_disconnect br_malformed br_readonly br_file br_failing br_nested br_vmm_kill br_unload)
