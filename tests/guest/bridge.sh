@@ -103,31 +103,30 @@ br_cli() {
 	[[ -f /tmp/x.notsock ]] || fail "the bridge removed a regular file at its socket path"
 }
 
-# The scripted front end needs a writable backend of at least 24 MiB; brd
-# ram0 is 256 MiB.
-BR_VUB_OPTS=(--expect-serial vub-serial-0123 --expect-seg-max 64 --expect-queues 2 --backend-size $((256 << 20)))
+# br_ram_vub NAME VUB-ARGS...: the bridge on brd ram0 (256 MiB; the scripted
+# front end needs at least 24 MiB) with 2 queues, a serial and a seg_max the
+# front end checks, then the front end; the bridge is left running.
+br_ram_vub() {
+	br_setup || return
+	br_start "$1" --backend /dev/ram0 --queues 2 --serial vub-serial-0123 --seg-max 64 || return
+	shift
+	vub --expect-serial vub-serial-0123 --expect-seg-max 64 --expect-queues 2 \
+		--backend-size $((256 << 20)) "$@"
+}
 
 desc_br_io="scripted front end, brd backend, 2 queues on 2 workers: every request type, indirect, 1 MiB requests, event index on and off; vring stop/restart from GET_VRING_BASE across the index wrap; RESET_DEVICE and RESET_OWNER, idle and with I/O in flight"
 br_io() {
-	br_setup || return
-	br_start br-io --backend /dev/ram0 --queues 2 --serial vub-serial-0123 --seg-max 64 || return
-	vub "${BR_VUB_OPTS[@]}" --expect-workers per-queue --scenario io restart reset reset-busy || return
-	br_stop
+	br_ram_vub br-io --expect-workers per-queue --scenario io restart reset reset-busy && br_stop
 }
 
 desc_br_disconnect="the front end disconnects with I/O in flight, and is SIGKILLed mid-I/O: acknowledged data survives, nothing stays in flight, the next connection is served"
 br_disconnect() {
-	br_setup || return
-	br_start br-disc --backend /dev/ram0 --queues 2 --serial vub-serial-0123 --seg-max 64 || return
-	vub "${BR_VUB_OPTS[@]}" --scenario disconnect || return
-	br_stop
+	br_ram_vub br-disc --scenario disconnect && br_stop
 }
 
 desc_br_malformed="malformed vhost-user messages (sizes, indices, ring sizes and addresses, memory tables, fds, features, flags, unknown requests, oversized payloads, half messages): each refused or the connection closed, the bridge keeps serving and leaks no fd"
 br_malformed() {
-	br_setup || return
-	br_start br-mal --backend /dev/ram0 --queues 2 --serial vub-serial-0123 --seg-max 64 || return
-	vub "${BR_VUB_OPTS[@]}" --scenario malformed || return
+	br_ram_vub br-mal --scenario malformed || return
 	local errors
 	br_stats || return
 	errors=$(br_get errors)
@@ -147,10 +146,7 @@ br_readonly() {
 desc_br_file="a raw image file on ext4 as backend: the front end's I/O, restart and disconnect scenarios"
 br_file() {
 	br_setup || return
-	mkdir -p $BR_MNT
-	if ! mountpoint -q $BR_MNT; then
-		mkfs.ext4 -q -F /dev/ram1 && mount /dev/ram1 $BR_MNT || fail "cannot make ext4 on /dev/ram1" || return
-	fi
+	ext4_on /dev/ram1 $BR_MNT || return
 	truncate -s 64M $BR_MNT/disk.img || return
 	br_start br-file --backend $BR_MNT/disk.img --queues 2 || return
 	vub --backend-size $((64 << 20)) --scenario io restart disconnect || return
@@ -175,32 +171,43 @@ br_failing() {
 	br_stop
 }
 
+# br_inner DIR MODE [CHARDEV-OPTS]: boot a second-level guest in the
+# background (pid in BR_VPID) with a 2-queue vhost-user-blk disk on the
+# bridge at BR_SOCK, running tests/guest/inner-blk.sh MODE; DIR is its run
+# directory, DIR.out its output.
+br_inner() {
+	rm -rf "$1"
+	mkdir -p "$1"
+	"$TOP/scripts/vm.sh" --keep "$1" --cpus 2 --mem 512M --shared-mem --no-disk --timeout 600 \
+		--qemu -chardev --qemu "socket,id=vb0,path=$BR_SOCK${3:-}" \
+		--qemu -device --qemu "vhost-user-blk-pci,chardev=vb0,num-queues=2" \
+		-- "$TOP/tests/guest/inner-blk.sh" "$2" >"$1.out" 2>&1 &
+	BR_VPID=$!
+}
+
+# br_inner_wait FILE PID: wait up to 300 s for FILE while PID lives.
+br_inner_wait() {
+	local i
+	for ((i = 0; i < 3000; i++)); do
+		[[ -e $1 ]] && return 0
+		kill -0 "$2" 2>/dev/null || break
+		sleep 0.1
+	done
+	[[ -e $1 ]]
+}
+
 desc_br_nested="QEMU (vhost-user-blk-pci, 2 queues) boots a second-level guest on the bridge: fio verify passes on both queues, the I/O moves vhost-blk's counters and not the bridge's messages or CPU time; the bridge restarts, QEMU reconnects and the data reads back intact"
 br_nested() {
 	br_setup || return
 	br_start br-nested --backend /dev/ram0 --queues 2 || return
-	local inner=/tmp/br-inner rc=0
-	rm -rf $inner
-	mkdir -p $inner
-	"$TOP/scripts/vm.sh" --keep $inner --cpus 2 --mem 512M --shared-mem --no-disk --timeout 600 \
-		--qemu -chardev --qemu "socket,id=vb0,path=$BR_SOCK,reconnect=1" \
-		--qemu -device --qemu "vhost-user-blk-pci,chardev=vb0,num-queues=2" \
-		-- "$TOP/tests/guest/inner-blk.sh" verify >/tmp/br-inner.out 2>&1 &
-	local vpid=$! i
-	for ((i = 0; i < 3000; i++)); do
-		[[ -e $inner/ready ]] && break
-		kill -0 $vpid 2>/dev/null || break
-		sleep 0.1
-	done
-	[[ -e $inner/ready ]] || { cat /tmp/br-inner.out; fail "the second-level guest did not come up"; return; }
+	local inner=/tmp/br-inner rc=0 i vpid
+	br_inner $inner verify ,reconnect=1
+	vpid=$BR_VPID
+	br_inner_wait $inner/ready $vpid || { cat $inner.out; fail "the second-level guest did not come up"; return; }
 	br_stats || return
 	cp "$BR_STATS" /tmp/br-before
 	: >$inner/go
-	for ((i = 0; i < 3000; i++)); do
-		[[ -e $inner/done ]] && break
-		kill -0 $vpid 2>/dev/null || break
-		sleep 0.1
-	done
+	br_inner_wait $inner/done $vpid
 	br_stats || return
 	cp "$BR_STATS" /tmp/br-after
 	# Restart the bridge under the running VMM: SIGTERM drains, QEMU
@@ -215,7 +222,7 @@ br_nested() {
 	[[ $(br_get running) == 1 ]] || fail "QEMU did not reconnect to the restarted bridge" || return
 	: >$inner/go2
 	wait $vpid || rc=$?
-	sed 's/^/  /' /tmp/br-inner.out | grep -v '^  \[' | tail -n 20
+	sed 's/^/  /' $inner.out | grep -v '^  \[' | tail -n 20
 	((rc == 0)) || { fail "second-level guest: exit $rc"; return; }
 	[[ $(cat $inner/done) == 0 ]] || fail "fio verify failed in the second-level guest" || return
 
@@ -244,14 +251,9 @@ desc_br_vmm_kill="the VMM is killed (SIGKILL) mid-I/O: the bridge drains, surviv
 br_vmm_kill() {
 	br_setup || return
 	br_start br-kill --backend /dev/ram0 --queues 2 || return
-	local inner=/tmp/br-kinner i qpid req
-	rm -rf $inner
-	mkdir -p $inner
-	"$TOP/scripts/vm.sh" --keep $inner --cpus 2 --mem 512M --shared-mem --no-disk --timeout 600 \
-		--qemu -chardev --qemu "socket,id=vb0,path=$BR_SOCK" \
-		--qemu -device --qemu "vhost-user-blk-pci,chardev=vb0,num-queues=2" \
-		-- "$TOP/tests/guest/inner-blk.sh" load >/tmp/br-kinner.out 2>&1 &
-	local vpid=$!
+	local inner=/tmp/br-kinner i qpid req vpid
+	br_inner $inner load
+	vpid=$BR_VPID
 	# Wait for the load to be running: requests moving on the vrings.
 	for ((i = 0; i < 600; i++)); do
 		br_stats || return
@@ -260,7 +262,7 @@ br_vmm_kill() {
 		kill -0 $vpid 2>/dev/null || break
 		sleep 0.5
 	done
-	((req > 500)) || { cat /tmp/br-kinner.out; fail "no load on the bridge ($req requests)"; return; }
+	((req > 500)) || { cat $inner.out; fail "no load on the bridge ($req requests)"; return; }
 	qpid=$(pgrep -f "^qemu-system-x86_64 .*path=$BR_SOCK") || { fail "no QEMU for $BR_SOCK"; return; }
 	note "killing QEMU (pid $qpid) with $(br_vring 0 inflight)+$(br_vring 1 inflight) requests in flight after $req"
 	kill -9 $qpid

@@ -9,6 +9,14 @@
 TOOLS=${TOOLS:-$TOP/build/tools}
 
 fail() { echo "FAIL: $*"; return 1; }
+
+# ext4_on DEV DIR: a fresh ext4 on DEV mounted at DIR, unless DIR is already
+# a mount point.
+ext4_on() {
+	mkdir -p "$2"
+	mountpoint -q "$2" && return 0
+	mkfs.ext4 -q -F "$1" && mount "$1" "$2" || fail "cannot make ext4 on $1"
+}
 note() { echo "$*"; }
 
 # expect_eq WHAT GOT WANT

@@ -71,10 +71,7 @@ vb_vd() {
 desc_vb_ext4="functional, a raw image file on ext4 (asynchronous direct I/O), swapped with a second file under load"
 vb_ext4() {
 	vb_setup || return
-	mkdir -p $VB_MNT
-	if ! mountpoint -q $VB_MNT; then
-		mkfs.ext4 -q -F /dev/ram1 && mount /dev/ram1 $VB_MNT || fail "cannot make ext4 on /dev/ram1" || return
-	fi
+	ext4_on /dev/ram1 $VB_MNT || return
 	truncate -s 24M $VB_MNT/a.img $VB_MNT/b.img || return
 	vbt --backend $VB_MNT/a.img --alt-backend $VB_MNT/b.img --mode functional --queues 2 --workers 2
 }
