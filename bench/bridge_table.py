@@ -13,21 +13,23 @@ reps = len(next(iter(runs.values())))
 
 
 def ratio(a, b):
-    """Mean IOPS ratio of A over B, and the range of per-repetition ones."""
+    """Mean IOPS ratio of A over B with the range of per-repetition ones,
+    and the mean latency ratio."""
     per = sorted(x[0] / y[0] for x, y in zip(a, b))
-    return "x%.2f (%.2f-%.2f)" % (mean(a, 0) / mean(b, 0), per[0], per[-1])
+    return "x%.2f (%.2f-%.2f) lat x%.2f" % (
+        mean(a, 0) / mean(b, 0), per[0], per[-1], mean(a, 1) / mean(b, 1))
 
 
 print("second-level guest, 4k, fio io_uring O_DIRECT, mean of %d runs" % reps)
-hdr = "%-9s %3s | %14s | %14s | %14s | %-20s | %-20s" % (
+hdr = "%-9s %3s | %14s | %14s | %14s | %-29s | %-29s" % (
     "rw", "QD", "bridge IOPS/us", "qemu IOPS/us", "qsd IOPS/us",
-    "bridge/qemu IOPS", "bridge/qsd IOPS")
+    "bridge/qemu IOPS (range), lat", "bridge/qsd IOPS (range), lat")
 hdr = hdr.rstrip()
 print(hdr)
 print("-" * len(hdr))
 for key in order:
     b, q, s = (runs[key + (k,)] for k in ("bridge", "qemu", "qsd"))
-    print(("%-9s %3d | %7.0f %6.0f | %7.0f %6.0f | %7.0f %6.0f | %-20s | %s" % (
+    print(("%-9s %3d | %7.0f %6.0f | %7.0f %6.0f | %7.0f %6.0f | %-29s | %s" % (
         key + (mean(b, 0), mean(b, 1), mean(q, 0), mean(q, 1), mean(s, 0),
                mean(s, 1), ratio(b, q), ratio(b, s)))).rstrip())
 print("(us = mean completion latency in the second-level guest; in brackets the"

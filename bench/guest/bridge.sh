@@ -38,7 +38,8 @@ rc=0
 	-- "$TOP/bench/guest/bridge-inner.sh" "$runtime" "$reps" "$qd" || rc=$?
 kill -USR1 $bpid
 sleep 1
-echo "== bridge: $(grep -E '^(messages|cpu_us|rebuilds)' $work/bridge.stats | tr '\n' ' ')"
+echo "== bridge: $(grep -E '^(messages|cpu_us|rebuilds)' $work/bridge.stats | tr '\n' ' ')" \
+	"requests through vhost-blk $(awk '$1 == "vring" { n += $4 } END { print n }' $work/bridge.stats)"
 kill $bpid $qpid
 wait $bpid $qpid 2>/dev/null || true
 ((rc == 0)) || { echo "inner guest failed ($rc)"; tail -n 30 $work/inner/console.log; exit 1; }
