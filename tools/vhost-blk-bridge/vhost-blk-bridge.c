@@ -268,7 +268,6 @@ struct bridge {
 
 	/* The backing device or file. */
 	int backend_fd;
-	bool backend_is_bdev;
 	uint64_t size;
 	unsigned int lbs, pbs;
 	bool discard;
@@ -281,7 +280,6 @@ struct bridge {
 	uint64_t features;
 	bool features_set;
 	uint64_t protocol_features;
-	bool owner;
 	struct region regions[VU_MAX_REGIONS];
 	unsigned int nregions;
 	bool mem_set;
@@ -951,7 +949,7 @@ static int handle(struct bridge *b, struct vu_msg *msg, int *fds,
 	case VU_GET_QUEUE_NUM:
 		return reply_u64(b, msg, b->queues) ? 1 : 0;
 	case VU_SET_OWNER:
-		b->owner = true;
+		/* The bridge itself owns the kernel device it opens. */
 		return 0;
 	case VU_RESET_OWNER:
 	case VU_RESET_DEVICE:
@@ -1157,7 +1155,6 @@ static void disconnect(struct bridge *b)
 {
 	reset_device(b);
 	b->protocol_features = 0;
-	b->owner = false;
 	close_fd(&b->conn_fd);
 	logmsg("connection closed; every request in flight was completed");
 	write_stats(b);
@@ -1249,7 +1246,6 @@ static int open_backend(struct bridge *b)
 		unsigned int maj = major(st.st_rdev), min = minor(st.st_rdev);
 		int lbs = 512, pbs = 512;
 
-		b->backend_is_bdev = true;
 		if (ioctl(fd, BLKGETSIZE64, &b->size) ||
 		    ioctl(fd, BLKSSZGET, &lbs) || ioctl(fd, BLKPBSZGET, &pbs)) {
 			logmsg("%s: cannot read its geometry: %m", b->backend_path);
