@@ -8,13 +8,6 @@ BRIDGE=$TOOLS/vhost-blk-bridge
 VUB=$TOP/tests/tools/vub_test.py
 BR_MNT=/tmp/br-ext4
 
-br_setup() {
-	[[ -e /dev/vhost-blk ]] && return 0
-	vmodprobe vhost_blk || return 1
-	udevadm settle 2>/dev/null || true
-	[[ -e /dev/vhost-blk ]] || fail "no /dev/vhost-blk after loading vhost_blk"
-}
-
 # br_start NAME ARGS...: start the bridge on /tmp/NAME.sock with its stats in
 # /tmp/NAME.stats and its log in /tmp/NAME.log; sets BR_PID, BR_SOCK,
 # BR_STATS and BR_LOG.
@@ -77,7 +70,7 @@ vub() {
 
 desc_br_cli="--help, and clear errors for bad options, a missing backend, a directory, too many queues, a socket path that is a file"
 br_cli() {
-	br_setup || return
+	vhost_blk_load || return
 	local out rc
 	out=$("$BRIDGE" --help) || { fail "--help exited $?"; return; }
 	[[ $out == *"--socket PATH"*"--backend PATH"*"--workers"* ]] || fail "--help does not describe the options" || return
@@ -107,7 +100,7 @@ br_cli() {
 # front end needs at least 24 MiB) with 2 queues, a serial and a seg_max the
 # front end checks, then the front end; the bridge is left running.
 br_ram_vub() {
-	br_setup || return
+	vhost_blk_load || return
 	br_start "$1" --backend /dev/ram0 --queues 2 --serial vub-serial-0123 --seg-max 64 || return
 	shift
 	vub --expect-serial vub-serial-0123 --expect-seg-max 64 --expect-queues 2 \
@@ -137,7 +130,7 @@ br_malformed() {
 
 desc_br_readonly="--readonly on one worker: RO offered, reads match the device, writes, discards and write-zeroes fail"
 br_readonly() {
-	br_setup || return
+	vhost_blk_load || return
 	br_start br-ro --backend /dev/ram0 --queues 2 --readonly --workers one || return
 	vub --expect-workers one --backend-file /dev/ram0 --scenario readonly || return
 	br_stop
@@ -145,7 +138,7 @@ br_readonly() {
 
 desc_br_file="a raw image file on ext4 as backend: the front end's I/O, restart and disconnect scenarios"
 br_file() {
-	br_setup || return
+	vhost_blk_load || return
 	ext4_on /dev/ram1 $BR_MNT || return
 	truncate -s 64M $BR_MNT/disk.img || return
 	br_start br-file --backend $BR_MNT/disk.img --queues 2 || return
@@ -155,7 +148,7 @@ br_file() {
 
 desc_br_failing="a backend that fails (null_blk with bad blocks): IOERR for those sectors only, the disk and the bridge keep working"
 br_failing() {
-	br_setup || return
+	vhost_blk_load || return
 	local nb=/sys/kernel/config/nullb/brfail
 	mountpoint -q /sys/kernel/config || mount -t configfs configfs /sys/kernel/config || return
 	if [[ ! -d $nb ]]; then
@@ -198,7 +191,7 @@ br_inner_wait() {
 
 desc_br_nested="QEMU (vhost-user-blk-pci, 2 queues) boots a second-level guest on the bridge: fio verify passes on both queues, the I/O moves vhost-blk's counters and not the bridge's messages or CPU time; the bridge restarts, QEMU reconnects and the data reads back intact"
 br_nested() {
-	br_setup || return
+	vhost_blk_load || return
 	br_start br-nested --backend /dev/ram0 --queues 2 || return
 	local inner=/tmp/br-inner rc=0 i vpid
 	br_inner $inner verify ,reconnect=1
@@ -249,7 +242,7 @@ br_nested() {
 
 desc_br_vmm_kill="the VMM is killed (SIGKILL) mid-I/O: the bridge drains, survives, and serves a new connection"
 br_vmm_kill() {
-	br_setup || return
+	vhost_blk_load || return
 	br_start br-kill --backend /dev/ram0 --queues 2 || return
 	local inner=/tmp/br-kinner i qpid req vpid
 	br_inner $inner load

@@ -10,6 +10,15 @@ TOOLS=${TOOLS:-$TOP/build/tools}
 
 fail() { echo "FAIL: $*"; return 1; }
 
+# vhost_blk_load: load vhost_blk (from the booted kernel's modules) unless
+# /dev/vhost-blk is already there.
+vhost_blk_load() {
+	[[ -e /dev/vhost-blk ]] && return 0
+	vmodprobe vhost_blk || return 1
+	udevadm settle 2>/dev/null || true
+	[[ -e /dev/vhost-blk ]] || fail "no /dev/vhost-blk after loading vhost_blk"
+}
+
 # ext4_on DEV DIR: a fresh ext4 on DEV mounted at DIR, unless DIR is already
 # a mount point.
 ext4_on() {

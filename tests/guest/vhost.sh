@@ -19,16 +19,9 @@ vbt() {
 # The guest's virtio-blk disk (serial vstor0), a backend like any other.
 vb_vdisk() { echo "/dev/$(disk_by_serial vstor0)"; }
 
-vb_setup() {
-	[[ -e /dev/vhost-blk ]] && return 0
-	vmodprobe vhost_blk || return 1
-	udevadm settle 2>/dev/null || true
-	[[ -e /dev/vhost-blk ]]
-}
-
 desc_vb_node="module loads, /dev/vhost-blk is a root-only misc device, max_queues is 16 and checked"
 vb_node() {
-	vb_setup || fail "no /dev/vhost-blk after loading vhost_blk" || return
+	vhost_blk_load || fail "no /dev/vhost-blk after loading vhost_blk" || return
 	expect_eq mode "$(stat -c %a /dev/vhost-blk)" 600 || return
 	[[ $(stat -c %F /dev/vhost-blk) == "character special file" ]] || fail "not a character device" || return
 	local p=/sys/module/vhost_blk/parameters/max_queues
@@ -42,7 +35,7 @@ vb_node() {
 
 desc_vb_perms="an unprivileged user cannot open /dev/vhost-blk"
 vb_perms() {
-	vb_setup || return
+	vhost_blk_load || return
 	if setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		bash -c 'exec 3<>/dev/vhost-blk' 2>/dev/null; then
 		fail "nobody opened /dev/vhost-blk"
@@ -51,26 +44,26 @@ vb_perms() {
 
 desc_vb_brd="functional, brd backend: 2 queues on 2 workers, then 1 queue without indirect descriptors or event index"
 vb_brd() {
-	vb_setup || return
+	vhost_blk_load || return
 	vbt --backend /dev/ram0 --alt-backend /dev/ram0 --mode functional --queues 2 --workers 2 &&
 		vbt --backend /dev/ram0 --mode functional --queues 1 --workers 1 --no-indirect --no-event-idx
 }
 
 desc_vb_null="functional, memory-backed null_blk backend with discard: 4 queues on 2 workers"
 vb_null() {
-	vb_setup || return
+	vhost_blk_load || return
 	vbt --backend /dev/nullb0 --mode functional --queues 4 --workers 2
 }
 
 desc_vb_vd="functional, the guest's virtio-blk disk as backend: 2 queues on 2 workers"
 vb_vd() {
-	vb_setup || return
+	vhost_blk_load || return
 	vbt --backend "$(vb_vdisk)" --mode functional --queues 2 --workers 2
 }
 
 desc_vb_ext4="functional, a raw image file on ext4 (asynchronous direct I/O), swapped with a second file under load"
 vb_ext4() {
-	vb_setup || return
+	vhost_blk_load || return
 	ext4_on /dev/ram1 $VB_MNT || return
 	truncate -s 24M $VB_MNT/a.img $VB_MNT/b.img || return
 	vbt --backend $VB_MNT/a.img --alt-backend $VB_MNT/b.img --mode functional --queues 2 --workers 2
@@ -78,7 +71,7 @@ vb_ext4() {
 
 desc_vb_tmpfs="functional, a file on tmpfs (direct I/O that completes synchronously)"
 vb_tmpfs() {
-	vb_setup || return
+	vhost_blk_load || return
 	truncate -s 24M /tmp/vb-tmpfs.img || return
 	vbt --backend /tmp/vb-tmpfs.img --mode functional --queues 2 --workers 1
 	local rc=$?
@@ -88,13 +81,13 @@ vb_tmpfs() {
 
 desc_vb_ro="read-only backends: opened O_RDONLY and with VHOST_BLK_BACKEND_F_RDONLY, writes get IOERR"
 vb_ro() {
-	vb_setup || return
+	vhost_blk_load || return
 	vbt --backend /dev/ram0 --mode functional --queues 2 --ro
 }
 
 desc_vb_hostile="hostile rings and requests on brd, a file and the virtio-blk disk: error status or broken vring, never a crash"
 vb_hostile() {
-	vb_setup || return
+	vhost_blk_load || return
 	truncate -s 16M /tmp/vb-hostile.img || return
 	vbt --backend /dev/ram0 --mode hostile &&
 		vbt --backend /tmp/vb-hostile.img --mode hostile &&
@@ -106,7 +99,7 @@ vb_hostile() {
 
 desc_vb_fair="two busy vrings sharing one worker are served within 2x of each other (the device's own counters)"
 vb_fair() {
-	vb_setup || return
+	vhost_blk_load || return
 	local out reqs
 	out=$("$VBT" --backend /dev/nullb0 --mode bench --queues 2 --workers 1 --qd 32 --time 3) ||
 		fail "bench failed: $out" || return
@@ -124,7 +117,7 @@ EOF
 
 desc_vb_kill="owner killed with I/O in flight (SIGKILL): the process exits, nothing hangs, the module still unloads"
 vb_kill() {
-	vb_setup || return
+	vhost_blk_load || return
 	local pid i workers
 	for workers in 1 2; do
 		"$VBT" --backend "$(vb_vdisk)" --mode bench --queues 2 --workers "$workers" --qd 32 --time 30 >/dev/null 2>&1 &
@@ -140,7 +133,7 @@ vb_kill() {
 	done
 	# A leaked file reference (backend, module) would keep the module busy.
 	vmodprobe -r vhost_blk || fail "vhost_blk does not unload after the killed owners" || return
-	vb_setup
+	vhost_blk_load
 }
 
 desc_vb_unload="after all of the above, vhost_blk unloads and loads again"
@@ -148,7 +141,7 @@ vb_unload() {
 	mountpoint -q $VB_MNT && umount $VB_MNT
 	vmodprobe -r vhost_blk || fail "cannot unload vhost_blk" || return
 	[[ ! -e /dev/vhost-blk ]] || fail "/dev/vhost-blk still there" || return
-	vb_setup
+	vhost_blk_load
 }
 
 TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_kill vb_unload)

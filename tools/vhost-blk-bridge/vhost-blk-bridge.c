@@ -375,6 +375,14 @@ static int ring_translate(struct bridge *b, unsigned int idx, void **desc,
 	return 0;
 }
 
+/* Whether the vring's size and addresses fit the current memory table. */
+static bool ring_fits(struct bridge *b, unsigned int idx)
+{
+	void *desc, *avail, *used;
+
+	return !ring_translate(b, idx, &desc, &avail, &used);
+}
+
 static bool ring_wanted(const struct bridge *b, unsigned int idx)
 {
 	const struct ring *r = &b->rings[idx];
@@ -747,13 +755,9 @@ static int set_mem_table(struct bridge *b, struct vu_msg *msg, int *fds,
 	b->nregions = n;
 	b->mem_set = true;
 	b->dirty = true;
-	for (i = 0; i < b->queues; i++) {
-		void *d, *a, *u;
-
-		if (b->rings[i].addr_set && b->rings[i].num &&
-		    ring_translate(b, i, &d, &a, &u))
+	for (i = 0; i < b->queues; i++)
+		if (b->rings[i].addr_set && b->rings[i].num && !ring_fits(b, i))
 			b->rings[i].addr_set = false;
-	}
 	return 0;
 fail:
 	for (i = 0; i < n; i++)
@@ -973,12 +977,8 @@ static int handle(struct bridge *b, struct vu_msg *msg, int *fds,
 			       msg->state.index, msg->state.num, b->seg_max);
 		ring_quiesce(b, r);
 		r->num = msg->state.num;
-		if (r->addr_set && b->mem_set) {
-			void *d, *a, *u;
-
-			if (ring_translate(b, msg->state.index, &d, &a, &u))
-				r->addr_set = false;
-		}
+		if (r->addr_set && b->mem_set && !ring_fits(b, msg->state.index))
+			r->addr_set = false;
 		return kernel_apply(b);
 	case VU_SET_VRING_BASE:
 		r = msg_ring(b, msg->state.index, name);
@@ -1011,10 +1011,8 @@ static int handle(struct bridge *b, struct vu_msg *msg, int *fds,
 		}
 		old = r->addr;
 		if (b->mem_set && r->num) {
-			void *d, *av, *u;
-
 			r->addr = *a;
-			if (ring_translate(b, a->index, &d, &av, &u)) {
+			if (!ring_fits(b, a->index)) {
 				r->addr = old;
 				return -EFAULT;
 			}
