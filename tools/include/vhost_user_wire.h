@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The vhost-user wire format (QEMU's docs/interop/vhost-user.rst) and the
+ * three socket chores every back end here needs: listen, receive a message
+ * with its file descriptors, send a reply. Header-only; the includer
+ * provides logmsg().
+ */
+#ifndef VHOST_USER_WIRE_H
+#define VHOST_USER_WIRE_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define VU_VERSION		0x1
+#define VU_FLAG_REPLY		0x4
+#define VU_FLAG_NEED_REPLY	0x8
+#define VU_FLAGS_KNOWN		(0x3 | VU_FLAG_REPLY | VU_FLAG_NEED_REPLY)
+#define VU_MAX_PAYLOAD		4096
+#define VU_MAX_FDS		8
+#define VU_MAX_REGIONS		8
+#define VU_CONFIG_MAX		256
+#define VU_RING_INDEX_MASK	0xffULL
+#define VU_RING_NOFD		(1ULL << 8)
+
+#define VU_F_PROTOCOL_FEATURES	30
+
+#define VU_PF_MQ		0
+#define VU_PF_REPLY_ACK		3
+#define VU_PF_CONFIG		9
+#define VU_PF_RESET_DEVICE	13
+
+enum vu_request {
+	VU_GET_FEATURES = 1,
+	VU_SET_FEATURES = 2,
+	VU_SET_OWNER = 3,
+	VU_RESET_OWNER = 4,
+	VU_SET_MEM_TABLE = 5,
+	VU_SET_LOG_BASE = 6,
+	VU_SET_LOG_FD = 7,
+	VU_SET_VRING_NUM = 8,
+	VU_SET_VRING_ADDR = 9,
+	VU_SET_VRING_BASE = 10,
+	VU_GET_VRING_BASE = 11,
+	VU_SET_VRING_KICK = 12,
+	VU_SET_VRING_CALL = 13,
+	VU_SET_VRING_ERR = 14,
+	VU_GET_PROTOCOL_FEATURES = 15,
+	VU_SET_PROTOCOL_FEATURES = 16,
+	VU_GET_QUEUE_NUM = 17,
+	VU_SET_VRING_ENABLE = 18,
+	VU_GET_CONFIG = 24,
+	VU_SET_CONFIG = 25,
+	VU_GET_INFLIGHT_FD = 31,
+	VU_RESET_DEVICE = 34,
+	VU_GET_MAX_MEM_SLOTS = 36,
+	VU_GET_STATUS = 40,
+	VU_REQUEST_MAX = 41,
+};
+
+struct vu_header {
+	uint32_t request;
+	uint32_t flags;
+	uint32_t size;
+} __attribute__((packed));
+
+struct vu_region {
+	uint64_t gpa;
+	uint64_t size;
+	uint64_t uaddr;
+	uint64_t offset;
+};
+
+struct vu_memory {
+	uint32_t nregions;
+	uint32_t padding;
+	struct vu_region regions[VU_MAX_REGIONS];
+};
+
+struct vu_vring_state {
+	uint32_t index;
+	uint32_t num;
+};
+
+struct vu_vring_addr {
+	uint32_t index;
+	uint32_t flags;
+	uint64_t desc;
+	uint64_t used;
+	uint64_t avail;
+	uint64_t log;
+};
+
+struct vu_config {
+	uint32_t offset;
+	uint32_t size;
+	uint32_t flags;
+	uint8_t data[VU_CONFIG_MAX];
+};
+
+/* The payload is kept aligned; header and payload go out as two iovecs. */
+struct vu_msg {
+	struct vu_header hdr;
+	union {
+		uint64_t u64;
+		struct vu_vring_state state;
+		struct vu_vring_addr addr;
+		struct vu_memory memory;
+		struct vu_config config;
+		uint8_t raw[VU_MAX_PAYLOAD];
+	};
+};
+
+static const char *const vu_names[VU_REQUEST_MAX] = {
+	[VU_GET_FEATURES] = "GET_FEATURES",
+	[VU_SET_FEATURES] = "SET_FEATURES",
+	[VU_SET_OWNER] = "SET_OWNER",
+	[VU_RESET_OWNER] = "RESET_OWNER",
+	[VU_SET_MEM_TABLE] = "SET_MEM_TABLE",
+	[VU_SET_LOG_BASE] = "SET_LOG_BASE",
+	[VU_SET_LOG_FD] = "SET_LOG_FD",
+	[VU_SET_VRING_NUM] = "SET_VRING_NUM",
+	[VU_SET_VRING_ADDR] = "SET_VRING_ADDR",
+	[VU_SET_VRING_BASE] = "SET_VRING_BASE",
+	[VU_GET_VRING_BASE] = "GET_VRING_BASE",
+	[VU_SET_VRING_KICK] = "SET_VRING_KICK",
+	[VU_SET_VRING_CALL] = "SET_VRING_CALL",
+	[VU_SET_VRING_ERR] = "SET_VRING_ERR",
+	[VU_GET_PROTOCOL_FEATURES] = "GET_PROTOCOL_FEATURES",
+	[VU_SET_PROTOCOL_FEATURES] = "SET_PROTOCOL_FEATURES",
+	[VU_GET_QUEUE_NUM] = "GET_QUEUE_NUM",
+	[VU_SET_VRING_ENABLE] = "SET_VRING_ENABLE",
+	[VU_GET_CONFIG] = "GET_CONFIG",
+	[VU_SET_CONFIG] = "SET_CONFIG",
+	[VU_GET_INFLIGHT_FD] = "GET_INFLIGHT_FD",
+	[VU_RESET_DEVICE] = "RESET_DEVICE",
+	[VU_GET_MAX_MEM_SLOTS] = "GET_MAX_MEM_SLOTS",
+	[VU_GET_STATUS] = "GET_STATUS",
+};
+
+static inline const char *vu_req_name(uint32_t req)
+{
+	return req < VU_REQUEST_MAX && vu_names[req] ? vu_names[req] : "unknown";
+}
+
+/* Requests the front end waits a reply for, REPLY_ACK or not. */
+static inline bool vu_has_reply(uint32_t req)
+{
+	switch (req) {
+	case VU_GET_FEATURES:
+	case VU_GET_PROTOCOL_FEATURES:
+	case VU_GET_VRING_BASE:
+	case VU_GET_QUEUE_NUM:
+	case VU_GET_CONFIG:
+	case VU_GET_INFLIGHT_FD:
+	case VU_GET_MAX_MEM_SLOTS:
+	case VU_GET_STATUS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Reads one message and its file descriptors. Returns 0, or 1 when the
+ * connection must be closed (peer gone, or a message we cannot parse past).
+ * *truncated says more than VU_MAX_FDS came with it.
+ */
+static inline int vu_receive(int fd, struct vu_msg *msg, int *fds,
+			     unsigned int *nfds, bool *truncated)
+{
+	char cbuf[CMSG_SPACE(VU_MAX_FDS * sizeof(int))];
+	struct iovec iov = { .iov_base = &msg->hdr, .iov_len = sizeof(msg->hdr) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *c;
+	ssize_t n;
+
+	*nfds = 0;
+	do
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+	while (n < 0 && errno == EINTR);
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		unsigned int i, k;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < k; i++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(f));
+			if (*nfds < VU_MAX_FDS)
+				fds[(*nfds)++] = f;
+			else
+				close(f);
+		}
+	}
+	if (n == 0)
+		return 1;
+	if (n != sizeof(msg->hdr)) {
+		logmsg("connection: %s in a message header",
+		       n < 0 ? strerror(errno) : "peer closed");
+		return 1;
+	}
+	if ((msg->hdr.flags & 0x3) != VU_VERSION ||
+	    msg->hdr.flags & ~VU_FLAGS_KNOWN) {
+		logmsg("connection: message flags %#x (protocol version 1 expected); closing",
+		       msg->hdr.flags);
+		return 1;
+	}
+	if (msg->hdr.size > VU_MAX_PAYLOAD) {
+		logmsg("connection: %s with a %u-byte payload (at most %u); closing",
+		       vu_req_name(msg->hdr.request), msg->hdr.size, VU_MAX_PAYLOAD);
+		return 1;
+	}
+	/* The fds past VU_MAX_FDS were closed by the kernel. */
+	*truncated = mh.msg_flags & MSG_CTRUNC;
+	memset(msg->raw, 0, sizeof(msg->raw));
+	if (!msg->hdr.size)
+		return 0;
+	do
+		n = recv(fd, msg->raw, msg->hdr.size, MSG_WAITALL);
+	while (n < 0 && errno == EINTR);
+	if (n != msg->hdr.size) {
+		logmsg("connection: %s: %s after %zd of %u payload bytes; closing",
+		       vu_req_name(msg->hdr.request),
+		       n < 0 ? strerror(errno) : "peer closed", n < 0 ? 0 : n,
+		       msg->hdr.size);
+		return 1;
+	}
+	return 0;
+}
+
+/* Sends msg back as the reply, with size payload bytes. */
+static inline int vu_reply(int fd, struct vu_msg *msg, size_t size)
+{
+	struct iovec iov[2] = {
+		{ .iov_base = &msg->hdr, .iov_len = sizeof(msg->hdr) },
+		{ .iov_base = msg->raw, .iov_len = size },
+	};
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	ssize_t n;
+
+	msg->hdr.flags = VU_VERSION | VU_FLAG_REPLY;
+	msg->hdr.size = size;
+	n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	if (n != (ssize_t)(sizeof(msg->hdr) + size)) {
+		logmsg("sending the reply to %s: %s", vu_req_name(msg->hdr.request),
+		       n < 0 ? strerror(errno) : "short write");
+		return -EPIPE;
+	}
+	return 0;
+}
+
+/* Listens on path, replacing a stale socket but nothing else. */
+static inline int vu_listen(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		logmsg("socket path %s is too long", path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode)) {
+			logmsg("%s exists and is not a socket", path);
+			return -1;
+		}
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(fd, 1)) {
+		logmsg("cannot listen on %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+#endif

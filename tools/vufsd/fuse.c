@@ -1,0 +1,1488 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * FUSE passthrough of one host directory.
+ *
+ * Every inode the guest knows is held by an O_PATH file descriptor opened
+ * with O_NOFOLLOW, one path component at a time, relative to its parent's
+ * descriptor: the daemon never resolves a path and never follows a symlink,
+ * so nothing the guest names (.., absolute or relative symlinks, a symlink
+ * swapped in by a race) can lead outside the shared directory. Names with
+ * a '/' and the names "." and ".." are refused. Operations that need a real
+ * open file (chmod, truncate without a handle, open, xattrs) reopen the
+ * inode's own descriptor through /proc/self/fd, which names that inode and
+ * nothing else; they are done only on regular files and directories.
+ *
+ * Inodes and open files live in two tables shared by all ring threads.
+ * Each entry is reference counted: the table holds one reference while the
+ * guest may still name it, and a request holds one while it uses it, so a
+ * FORGET or RELEASE on one queue never closes a descriptor another queue is
+ * using.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/xattr.h>
+#include <linux/fuse.h>
+
+#include "vufsd.h"
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* What we tell the guest. */
+#define MAX_PAGES	256			/* 1 MiB per READ or WRITE */
+#define MAX_WRITE	(MAX_PAGES * 4096)
+#define INBUF_SIZE	(72 * 1024)		/* largest request but WRITE */
+#define OUTBUF_SIZE	(MAX_WRITE + 4096)	/* largest reply */
+#define ATTR_TIMEOUT	1			/* seconds */
+
+/* ---- inodes ---- */
+
+struct inode {
+	uint64_t nodeid;
+	int fd;			/* O_PATH | O_NOFOLLOW */
+	dev_t dev;
+	ino_t ino;
+	mode_t type;		/* S_IFMT bits */
+	uint64_t nlookup;	/* the guest's references */
+	unsigned int refs;	/* the table's and the requests' */
+	struct inode *next_id, *next_key;
+};
+
+struct handle {
+	int fd;
+	DIR *dir;		/* OPENDIR handles */
+	long dpos;		/* where the next READDIR continues */
+	pthread_mutex_t lock;	/* serialises READDIR on one handle */
+	uint32_t gen;
+	uint32_t slot;
+	bool open;		/* RELEASE not yet seen */
+	unsigned int refs;
+};
+
+#define HASH_BITS	16
+#define NBUCKETS	(1u << HASH_BITS)
+
+static struct {
+	pthread_mutex_t lock;	/* the tables and every refcount */
+	struct inode *by_id[NBUCKETS];
+	struct inode *by_key[NBUCKETS];
+	uint64_t next_id;
+	uint64_t ninodes;
+	struct inode *root;
+	int proc_fd;		/* /proc/self/fd */
+	int root_rdfd;		/* the shared directory, for syncfs */
+	/* Open files: fh = gen << 32 | slot. */
+	struct handle **handles;
+	uint32_t nslots, cap;
+	uint32_t *free_slots;
+	uint32_t nfree;
+	uint64_t nhandles;
+	bool initialised;
+} fs = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static unsigned int hash64(uint64_t v)
+{
+	return (v * 0x9e3779b97f4a7c15ULL) >> (64 - HASH_BITS);
+}
+
+static unsigned int key_hash(dev_t dev, ino_t ino)
+{
+	return hash64(ino ^ ((uint64_t)dev << 40) ^ dev);
+}
+
+static void inode_free_locked(struct inode *i)
+{
+	close(i->fd);
+	free(i);
+	fs.ninodes--;
+}
+
+static void inode_put(struct inode *i)
+{
+	if (!i)
+		return;
+	pthread_mutex_lock(&fs.lock);
+	if (--i->refs == 0)
+		inode_free_locked(i);
+	pthread_mutex_unlock(&fs.lock);
+}
+
+static struct inode *inode_get(uint64_t nodeid)
+{
+	struct inode *i;
+
+	pthread_mutex_lock(&fs.lock);
+	if (nodeid == FUSE_ROOT_ID)
+		i = fs.root;
+	else
+		for (i = fs.by_id[hash64(nodeid)]; i; i = i->next_id)
+			if (i->nodeid == nodeid)
+				break;
+	if (i)
+		i->refs++;
+	pthread_mutex_unlock(&fs.lock);
+	return i;
+}
+
+static void inode_unhash_locked(struct inode *i)
+{
+	struct inode **p;
+
+	for (p = &fs.by_id[hash64(i->nodeid)]; *p; p = &(*p)->next_id)
+		if (*p == i) {
+			*p = i->next_id;
+			break;
+		}
+	for (p = &fs.by_key[key_hash(i->dev, i->ino)]; *p; p = &(*p)->next_key)
+		if (*p == i) {
+			*p = i->next_key;
+			break;
+		}
+	i->nlookup = 0;
+	if (--i->refs == 0)
+		inode_free_locked(i);
+}
+
+static void forget_one(uint64_t nodeid, uint64_t n)
+{
+	struct inode *i;
+
+	if (nodeid == FUSE_ROOT_ID)
+		return;
+	pthread_mutex_lock(&fs.lock);
+	for (i = fs.by_id[hash64(nodeid)]; i; i = i->next_id)
+		if (i->nodeid == nodeid)
+			break;
+	if (i) {
+		if (n >= i->nlookup)
+			inode_unhash_locked(i);
+		else
+			i->nlookup -= n;
+	}
+	pthread_mutex_unlock(&fs.lock);
+}
+
+static void fill_attr(struct fuse_attr *a, const struct stat *st)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = st->st_ino;
+	a->size = st->st_size;
+	a->blocks = st->st_blocks;
+	a->atime = st->st_atim.tv_sec;
+	a->mtime = st->st_mtim.tv_sec;
+	a->ctime = st->st_ctim.tv_sec;
+	a->atimensec = st->st_atim.tv_nsec;
+	a->mtimensec = st->st_mtim.tv_nsec;
+	a->ctimensec = st->st_ctim.tv_nsec;
+	a->mode = st->st_mode;
+	a->nlink = st->st_nlink;
+	a->uid = st->st_uid;
+	a->gid = st->st_gid;
+	a->rdev = st->st_rdev;
+	a->blksize = st->st_blksize;
+}
+
+static int stat_fd(int fd, struct stat *st)
+{
+	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Makes fd (O_PATH) an inode the guest knows, or finds the inode it
+ * already knows for the same file, and fills its entry. Takes fd.
+ */
+static int entry_from_fd(int fd, struct fuse_entry_out *e)
+{
+	struct inode *i;
+	struct stat st;
+	unsigned int k;
+	int ret;
+
+	ret = stat_fd(fd, &st);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	k = key_hash(st.st_dev, st.st_ino);
+	pthread_mutex_lock(&fs.lock);
+	for (i = fs.by_key[k]; i; i = i->next_key)
+		if (i->dev == st.st_dev && i->ino == st.st_ino)
+			break;
+	if (i) {
+		i->nlookup++;
+		close(fd);
+	} else {
+		i = calloc(1, sizeof(*i));
+		if (!i) {
+			pthread_mutex_unlock(&fs.lock);
+			close(fd);
+			return -ENOMEM;
+		}
+		i->nodeid = fs.next_id++;
+		i->fd = fd;
+		i->dev = st.st_dev;
+		i->ino = st.st_ino;
+		i->type = st.st_mode & S_IFMT;
+		i->nlookup = 1;
+		i->refs = 1;
+		i->next_id = fs.by_id[hash64(i->nodeid)];
+		fs.by_id[hash64(i->nodeid)] = i;
+		i->next_key = fs.by_key[k];
+		fs.by_key[k] = i;
+		fs.ninodes++;
+	}
+	memset(e, 0, sizeof(*e));
+	e->nodeid = i->nodeid;
+	pthread_mutex_unlock(&fs.lock);
+	e->entry_valid = ATTR_TIMEOUT;
+	e->attr_valid = ATTR_TIMEOUT;
+	fill_attr(&e->attr, &st);
+	return 0;
+}
+
+static int lookup_at(int dirfd, const char *name, struct fuse_entry_out *e)
+{
+	int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return entry_from_fd(fd, e);
+}
+
+/* ---- open files ---- */
+
+static uint64_t handle_new(int fd, DIR *dir)
+{
+	struct handle *h;
+	uint32_t slot;
+	uint64_t fh = 0;
+
+	pthread_mutex_lock(&fs.lock);
+	if (fs.nfree) {
+		slot = fs.free_slots[--fs.nfree];
+	} else {
+		if (fs.nslots == fs.cap) {
+			uint32_t cap = fs.cap ? fs.cap * 2 : 256;
+			struct handle **hs = realloc(fs.handles, cap * sizeof(*hs));
+			uint32_t *fr = realloc(fs.free_slots, cap * sizeof(*fr));
+
+			if (hs)
+				fs.handles = hs;
+			if (fr)
+				fs.free_slots = fr;
+			if (!hs || !fr)
+				goto out;
+			fs.cap = cap;
+		}
+		h = calloc(1, sizeof(*h));
+		if (!h)
+			goto out;
+		pthread_mutex_init(&h->lock, NULL);
+		slot = fs.nslots++;
+		h->slot = slot;
+		fs.handles[slot] = h;
+	}
+	h = fs.handles[slot];
+	h->fd = fd;
+	h->dir = dir;
+	h->dpos = 0;
+	h->gen++;
+	h->open = true;
+	h->refs = 1;
+	fs.nhandles++;
+	fh = (uint64_t)h->gen << 32 | slot;
+out:
+	pthread_mutex_unlock(&fs.lock);
+	return fh;
+}
+
+static void handle_put_locked(struct handle *h)
+{
+	if (--h->refs)
+		return;
+	if (h->dir)
+		closedir(h->dir);
+	else
+		close(h->fd);
+	h->dir = NULL;
+	h->fd = -1;
+	fs.nhandles--;
+	fs.free_slots[fs.nfree++] = h->slot;
+}
+
+static struct handle *handle_lookup_locked(uint64_t fh)
+{
+	uint32_t slot = fh & 0xffffffff;
+	struct handle *h;
+
+	if (slot >= fs.nslots)
+		return NULL;
+	h = fs.handles[slot];
+	if (!h->open || h->gen != fh >> 32)
+		return NULL;
+	return h;
+}
+
+static struct handle *handle_get(uint64_t fh)
+{
+	struct handle *h;
+
+	pthread_mutex_lock(&fs.lock);
+	h = handle_lookup_locked(fh);
+	if (h)
+		h->refs++;
+	pthread_mutex_unlock(&fs.lock);
+	return h;
+}
+
+static void handle_put(struct handle *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&fs.lock);
+	handle_put_locked(h);
+	pthread_mutex_unlock(&fs.lock);
+}
+
+static int handle_release(uint64_t fh)
+{
+	struct handle *h;
+
+	pthread_mutex_lock(&fs.lock);
+	h = handle_lookup_locked(fh);
+	if (h) {
+		h->open = false;
+		handle_put_locked(h);
+	}
+	pthread_mutex_unlock(&fs.lock);
+	return h ? 0 : -EBADF;
+}
+
+void fuse_reset(void)
+{
+	unsigned int b;
+	uint32_t s;
+
+	pthread_mutex_lock(&fs.lock);
+	for (b = 0; b < NBUCKETS; b++)
+		while (fs.by_id[b])
+			inode_unhash_locked(fs.by_id[b]);
+	/* The root stays: it is never forgotten. */
+	fs.root->next_id = fs.root->next_key = NULL;
+	fs.by_key[key_hash(fs.root->dev, fs.root->ino)] = fs.root;
+	for (s = 0; s < fs.nslots; s++)
+		if (fs.handles[s]->open) {
+			fs.handles[s]->open = false;
+			handle_put_locked(fs.handles[s]);
+		}
+	fs.initialised = false;
+	pthread_mutex_unlock(&fs.lock);
+}
+
+void fuse_counts(uint64_t *inodes, uint64_t *handles)
+{
+	pthread_mutex_lock(&fs.lock);
+	*inodes = fs.ninodes;
+	*handles = fs.nhandles;
+	pthread_mutex_unlock(&fs.lock);
+}
+
+int fuse_setup(const char *dir)
+{
+	struct inode *root;
+	struct stat st;
+	int fd;
+
+	fs.proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fs.proc_fd < 0) {
+		logmsg("cannot open /proc/self/fd (is /proc mounted?): %m");
+		return -1;
+	}
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		logmsg("shared directory %s: %m", dir);
+		return -1;
+	}
+	fs.root_rdfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fs.root_rdfd < 0) {
+		logmsg("shared directory %s: %m", dir);
+		return -1;
+	}
+	root = calloc(1, sizeof(*root));
+	if (!root)
+		return -1;
+	root->nodeid = FUSE_ROOT_ID;
+	root->fd = fd;
+	root->dev = st.st_dev;
+	root->ino = st.st_ino;
+	root->type = S_IFDIR;
+	root->nlookup = 1;
+	root->refs = 1;
+	fs.root = root;
+	fs.by_key[key_hash(root->dev, root->ino)] = root;
+	fs.next_id = FUSE_ROOT_ID + 1;
+	fs.ninodes = 1;
+	return 0;
+}
+
+/* ---- requests ---- */
+
+struct req {
+	struct fuse_ctx *c;
+	const struct chain *ch;
+	struct fuse_in_header h;
+	const uint8_t *arg;	/* the op's arguments, in c->inbuf */
+	size_t arglen;
+	const char *name[2];	/* NUL-terminated strings after the fixed args */
+	size_t outlen;		/* reply payload in c->outbuf after the header */
+	size_t direct;		/* reply payload written straight to the guest */
+};
+
+#define OUT(r)	((void *)((r)->c->outbuf + sizeof(struct fuse_out_header)))
+
+/* Room for a reply payload in the guest's writable buffers. */
+static size_t reply_room(const struct req *r)
+{
+	size_t room = r->ch->in_len - sizeof(struct fuse_out_header);
+
+	return room < OUTBUF_SIZE - sizeof(struct fuse_out_header) ?
+	       room : OUTBUF_SIZE - sizeof(struct fuse_out_header);
+}
+
+static bool bad_name(const char *n)
+{
+	return !n[0] || strchr(n, '/') || !strcmp(n, ".") || !strcmp(n, "..");
+}
+
+static void proc_name(char *buf, int fd)
+{
+	snprintf(buf, 16, "%d", fd);
+}
+
+/* Reopens an inode through /proc/self/fd: regular files and dirs only. */
+static int reopen(const struct inode *i, int flags)
+{
+	char p[16];
+	int fd;
+
+	if (i->type != S_IFREG && i->type != S_IFDIR)
+		return i->type == S_IFLNK ? -ELOOP : -ENXIO;
+	proc_name(p, i->fd);
+	fd = openat(fs.proc_fd, p, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Gives a new file the requester's ownership, as a root daemon can. */
+static void set_owner(const struct req *r, int dirfd, const char *name)
+{
+	if (geteuid())
+		return;
+	if (fchownat(dirfd, name, r->h.uid, r->h.gid, AT_SYMLINK_NOFOLLOW) && verbose)
+		logmsg("chown of a new file to %u:%u: %m", r->h.uid, r->h.gid);
+}
+
+static int op_init(struct req *r)
+{
+	const struct fuse_init_in *in = (const void *)r->arg;
+	struct fuse_init_out *out = OUT(r);
+	uint32_t want = FUSE_ASYNC_READ | FUSE_ATOMIC_O_TRUNC | FUSE_BIG_WRITES |
+			FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO |
+			FUSE_ASYNC_DIO | FUSE_PARALLEL_DIROPS | FUSE_MAX_PAGES |
+			FUSE_AUTO_INVAL_DATA | FUSE_CACHE_SYMLINKS;
+
+	if (in->major != FUSE_KERNEL_VERSION || in->minor < 27) {
+		logmsg("FUSE_INIT: the guest speaks FUSE %u.%u; 7.27 or later is needed",
+		       in->major, in->minor);
+		return -EPROTO;
+	}
+	/* A guest that re-initialises (a reboot, a new mount) starts afresh. */
+	if (fs.initialised)
+		fuse_reset();
+	fs.initialised = true;
+	memset(out, 0, sizeof(*out));
+	out->major = FUSE_KERNEL_VERSION;
+	out->minor = in->minor < FUSE_KERNEL_MINOR_VERSION ? in->minor :
+		     FUSE_KERNEL_MINOR_VERSION;
+	out->max_readahead = in->max_readahead;
+	out->flags = in->flags & want;
+	out->max_background = 256;
+	out->congestion_threshold = 192;
+	out->max_write = MAX_WRITE;
+	out->time_gran = 1;
+	out->max_pages = MAX_PAGES;
+	r->outlen = sizeof(*out);
+	if (verbose)
+		logmsg("FUSE_INIT: guest FUSE %u.%u, flags %#x, agreed %#x",
+		       in->major, in->minor, in->flags, out->flags);
+	return 0;
+}
+
+static int op_destroy(struct req *r)
+{
+	fuse_reset();
+	return 0;
+}
+
+static int op_lookup(struct req *r)
+{
+	struct inode *p = inode_get(r->h.nodeid);
+	int ret;
+
+	if (!p)
+		return -ESTALE;
+	ret = bad_name(r->name[0]) ? -EINVAL : lookup_at(p->fd, r->name[0], OUT(r));
+	inode_put(p);
+	r->outlen = sizeof(struct fuse_entry_out);
+	return ret;
+}
+
+static int op_forget(struct req *r)
+{
+	const struct fuse_forget_in *in = (const void *)r->arg;
+
+	forget_one(r->h.nodeid, in->nlookup);
+	return 0;
+}
+
+static int op_batch_forget(struct req *r)
+{
+	const struct fuse_batch_forget_in *in = (const void *)r->arg;
+	const struct fuse_forget_one *one = (const void *)(in + 1);
+	uint32_t k;
+
+	if ((r->arglen - sizeof(*in)) / sizeof(*one) < in->count)
+		return -EINVAL;
+	for (k = 0; k < in->count; k++)
+		forget_one(one[k].nodeid, one[k].nlookup);
+	return 0;
+}
+
+static int attr_reply(struct req *r, int fd)
+{
+	struct fuse_attr_out *out = OUT(r);
+	struct stat st;
+	int ret;
+
+	ret = fd == -1 ? -EBADF : stat_fd(fd, &st);
+	if (ret)
+		return ret;
+	memset(out, 0, sizeof(*out));
+	out->attr_valid = ATTR_TIMEOUT;
+	fill_attr(&out->attr, &st);
+	r->outlen = sizeof(*out);
+	return 0;
+}
+
+static int op_getattr(struct req *r)
+{
+	const struct fuse_getattr_in *in = (const void *)r->arg;
+	struct inode *i = inode_get(r->h.nodeid);
+	struct handle *h = NULL;
+	int ret;
+
+	if (!i)
+		return -ESTALE;
+	if (in->getattr_flags & FUSE_GETATTR_FH) {
+		h = handle_get(in->fh);
+		ret = attr_reply(r, h ? (h->dir ? dirfd(h->dir) : h->fd) : -1);
+	} else {
+		ret = attr_reply(r, i->fd);
+	}
+	handle_put(h);
+	inode_put(i);
+	return ret;
+}
+
+static struct timespec set_time(uint32_t valid, uint32_t bit, uint32_t now,
+				uint64_t sec, uint32_t nsec)
+{
+	struct timespec t = { .tv_sec = sec, .tv_nsec = nsec };
+
+	if (!(valid & bit))
+		t.tv_nsec = UTIME_OMIT;
+	else if (valid & now)
+		t.tv_nsec = UTIME_NOW;
+	return t;
+}
+
+static int op_setattr(struct req *r)
+{
+	const struct fuse_setattr_in *in = (const void *)r->arg;
+	struct inode *i = inode_get(r->h.nodeid);
+	struct handle *h = NULL;
+	char p[16];
+	int ret = 0, fd;
+
+	if (!i)
+		return -ESTALE;
+	if (in->valid & FATTR_FH) {
+		h = handle_get(in->fh);
+		if (!h || h->dir) {
+			ret = -EBADF;
+			goto out;
+		}
+	}
+	proc_name(p, i->fd);
+	if (in->valid & FATTR_MODE) {
+		if (h)
+			ret = fchmod(h->fd, in->mode);
+		else if (i->type == S_IFLNK)
+			ret = (errno = EOPNOTSUPP, -1);
+		else
+			ret = fchmodat(fs.proc_fd, p, in->mode, 0);
+		if (ret) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	if (in->valid & (FATTR_UID | FATTR_GID)) {
+		uid_t uid = in->valid & FATTR_UID ? in->uid : (uid_t)-1;
+		gid_t gid = in->valid & FATTR_GID ? in->gid : (gid_t)-1;
+
+		if (fchownat(i->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	if (in->valid & FATTR_SIZE) {
+		if (h) {
+			ret = ftruncate(h->fd, in->size) ? -errno : 0;
+		} else if (i->type != S_IFREG) {
+			ret = i->type == S_IFDIR ? -EISDIR : -EINVAL;
+		} else {
+			fd = reopen(i, O_WRONLY);
+			ret = fd < 0 ? fd : ftruncate(fd, in->size) ? -errno : 0;
+			if (fd >= 0)
+				close(fd);
+		}
+		if (ret)
+			goto out;
+	}
+	if (in->valid & (FATTR_ATIME | FATTR_MTIME)) {
+		struct timespec ts[2] = {
+			set_time(in->valid, FATTR_ATIME, FATTR_ATIME_NOW,
+				 in->atime, in->atimensec),
+			set_time(in->valid, FATTR_MTIME, FATTR_MTIME_NOW,
+				 in->mtime, in->mtimensec),
+		};
+
+		if (h)
+			ret = futimens(h->fd, ts);
+		else
+			ret = utimensat(i->fd, "", ts, AT_EMPTY_PATH);
+		if (ret) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	ret = attr_reply(r, i->fd);
+out:
+	handle_put(h);
+	inode_put(i);
+	return ret;
+}
+
+static int op_readlink(struct req *r)
+{
+	struct inode *i = inode_get(r->h.nodeid);
+	size_t room = reply_room(r);
+	ssize_t n;
+
+	if (!i)
+		return -ESTALE;
+	n = readlinkat(i->fd, "", OUT(r), room < PATH_MAX ? room : PATH_MAX);
+	inode_put(i);
+	if (n < 0)
+		return -errno;
+	r->outlen = n;
+	return 0;
+}
+
+/* The common tail of MKNOD, MKDIR and SYMLINK: ownership and the entry. */
+static int made(struct req *r, struct inode *p, const char *name, int ret)
+{
+	if (!ret) {
+		set_owner(r, p->fd, name);
+		ret = lookup_at(p->fd, name, OUT(r));
+		r->outlen = sizeof(struct fuse_entry_out);
+	}
+	inode_put(p);
+	return ret;
+}
+
+static int op_mknod(struct req *r)
+{
+	const struct fuse_mknod_in *in = (const void *)r->arg;
+	struct inode *p = inode_get(r->h.nodeid);
+
+	if (!p)
+		return -ESTALE;
+	if (bad_name(r->name[0]))
+		return made(r, p, NULL, -EINVAL);
+	return made(r, p, r->name[0],
+		    mknodat(p->fd, r->name[0], in->mode, in->rdev) ? -errno : 0);
+}
+
+static int op_mkdir(struct req *r)
+{
+	const struct fuse_mkdir_in *in = (const void *)r->arg;
+	struct inode *p = inode_get(r->h.nodeid);
+
+	if (!p)
+		return -ESTALE;
+	if (bad_name(r->name[0]))
+		return made(r, p, NULL, -EINVAL);
+	return made(r, p, r->name[0],
+		    mkdirat(p->fd, r->name[0], in->mode) ? -errno : 0);
+}
+
+static int op_symlink(struct req *r)
+{
+	struct inode *p = inode_get(r->h.nodeid);
+
+	if (!p)
+		return -ESTALE;
+	/* name[0] is the new entry, name[1] the link's text. */
+	if (bad_name(r->name[0]) || !r->name[1][0])
+		return made(r, p, NULL, -EINVAL);
+	return made(r, p, r->name[0],
+		    symlinkat(r->name[1], p->fd, r->name[0]) ? -errno : 0);
+}
+
+static int remove_entry(struct req *r, int flags)
+{
+	struct inode *p = inode_get(r->h.nodeid);
+	int ret;
+
+	if (!p)
+		return -ESTALE;
+	ret = bad_name(r->name[0]) ? -EINVAL :
+	      unlinkat(p->fd, r->name[0], flags) ? -errno : 0;
+	inode_put(p);
+	return ret;
+}
+
+static int op_unlink(struct req *r)
+{
+	return remove_entry(r, 0);
+}
+
+static int op_rmdir(struct req *r)
+{
+	return remove_entry(r, AT_REMOVEDIR);
+}
+
+static int do_rename(struct req *r, uint64_t newdir, uint32_t flags)
+{
+	struct inode *p = inode_get(r->h.nodeid), *np = inode_get(newdir);
+	int ret;
+
+	if (!p || !np)
+		ret = -ESTALE;
+	else if (bad_name(r->name[0]) || bad_name(r->name[1]) ||
+		 flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		ret = -EINVAL;
+	else
+		ret = renameat2(p->fd, r->name[0], np->fd, r->name[1], flags) ?
+		      -errno : 0;
+	inode_put(p);
+	inode_put(np);
+	return ret;
+}
+
+static int op_rename(struct req *r)
+{
+	const struct fuse_rename_in *in = (const void *)r->arg;
+
+	return do_rename(r, in->newdir, 0);
+}
+
+static int op_rename2(struct req *r)
+{
+	const struct fuse_rename2_in *in = (const void *)r->arg;
+
+	return do_rename(r, in->newdir, in->flags);
+}
+
+static int op_link(struct req *r)
+{
+	const struct fuse_link_in *in = (const void *)r->arg;
+	struct inode *i = inode_get(in->oldnodeid);
+	struct inode *p = inode_get(r->h.nodeid);
+	char path[16];
+	int ret;
+
+	if (!i || !p) {
+		ret = -ESTALE;
+	} else if (bad_name(r->name[0])) {
+		ret = -EINVAL;
+	} else {
+		proc_name(path, i->fd);
+		ret = linkat(fs.proc_fd, path, p->fd, r->name[0], AT_SYMLINK_FOLLOW) ?
+		      -errno : 0;
+		if (!ret) {
+			ret = lookup_at(p->fd, r->name[0], OUT(r));
+			r->outlen = sizeof(struct fuse_entry_out);
+		}
+	}
+	inode_put(i);
+	inode_put(p);
+	return ret;
+}
+
+/* Host open flags from the guest's: no creation, no O_DIRECT (the host
+ * file system may not have it; the guest's O_DIRECT already bypasses the
+ * guest's cache). */
+static int host_flags(uint32_t flags)
+{
+	return (flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_DIRECT | O_PATH)) |
+	       O_CLOEXEC;
+}
+
+static int op_open(struct req *r)
+{
+	const struct fuse_open_in *in = (const void *)r->arg;
+	struct fuse_open_out *out = OUT(r);
+	struct inode *i = inode_get(r->h.nodeid);
+	int fd;
+
+	if (!i)
+		return -ESTALE;
+	fd = i->type == S_IFDIR ? -EISDIR : reopen(i, host_flags(in->flags));
+	inode_put(i);
+	if (fd < 0)
+		return fd;
+	memset(out, 0, sizeof(*out));
+	out->fh = handle_new(fd, NULL);
+	if (!out->fh) {
+		close(fd);
+		return -ENOMEM;
+	}
+	r->outlen = sizeof(*out);
+	return 0;
+}
+
+static int op_create(struct req *r)
+{
+	const struct fuse_create_in *in = (const void *)r->arg;
+	struct fuse_entry_out *e = OUT(r);
+	struct fuse_open_out *o = (void *)(e + 1);
+	struct inode *p = inode_get(r->h.nodeid);
+	char path[16];
+	int fd, opath, ret;
+
+	if (!p)
+		return -ESTALE;
+	if (bad_name(r->name[0])) {
+		inode_put(p);
+		return -EINVAL;
+	}
+	fd = openat(p->fd, r->name[0], host_flags(in->flags) | O_CREAT | O_NOFOLLOW |
+		    (in->flags & O_EXCL), in->mode & 07777);
+	if (fd < 0) {
+		ret = -errno;
+		inode_put(p);
+		return ret;
+	}
+	set_owner(r, p->fd, r->name[0]);
+	inode_put(p);
+	/* The entry is for the file we opened, whatever the name is now. */
+	proc_name(path, fd);
+	opath = openat(fs.proc_fd, path, O_PATH | O_CLOEXEC);
+	ret = opath < 0 ? -errno : entry_from_fd(opath, e);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	memset(o, 0, sizeof(*o));
+	o->fh = handle_new(fd, NULL);
+	if (!o->fh) {
+		close(fd);
+		forget_one(e->nodeid, 1);
+		return -ENOMEM;
+	}
+	r->outlen = sizeof(*e) + sizeof(*o);
+	return 0;
+}
+
+static int op_read(struct req *r)
+{
+	const struct fuse_read_in *in = (const void *)r->arg;
+	struct handle *h = handle_get(in->fh);
+	size_t size = in->size, room = reply_room(r);
+	unsigned int k;
+	ssize_t n;
+
+	if (!h || h->dir) {
+		handle_put(h);
+		return -EBADF;
+	}
+	if (size > room)
+		size = room;
+	k = iov_slice(r->ch->in, r->ch->nin, sizeof(struct fuse_out_header), size,
+		      r->c->scratch, MAX_CHAIN_IOV);
+	n = size ? preadv(h->fd, r->c->scratch, k, in->offset) : 0;
+	handle_put(h);
+	if (n < 0)
+		return -errno;
+	r->direct = n;
+	return 0;
+}
+
+static int op_write(struct req *r)
+{
+	const struct fuse_write_in *in = (const void *)r->arg;
+	struct fuse_write_out *out = OUT(r);
+	size_t skip = sizeof(struct fuse_in_header) + sizeof(*in), done = 0;
+	struct handle *h;
+	int ret = 0;
+
+	if (r->arglen - sizeof(*in) != in->size)
+		return -EINVAL;
+	h = handle_get(in->fh);
+	if (!h || h->dir) {
+		handle_put(h);
+		return -EBADF;
+	}
+	while (done < in->size) {
+		unsigned int k = iov_slice(r->ch->out, r->ch->nout, skip + done,
+					   in->size - done, r->c->scratch,
+					   MAX_CHAIN_IOV);
+		ssize_t n = pwritev(h->fd, r->c->scratch, k, in->offset + done);
+
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			break;
+		}
+		done += n;
+	}
+	handle_put(h);
+	/* A short write is reported as one, unless nothing was written. */
+	if (ret && !done)
+		return ret;
+	memset(out, 0, sizeof(*out));
+	out->size = done;
+	r->outlen = sizeof(*out);
+	return 0;
+}
+
+static int op_statfs(struct req *r)
+{
+	struct fuse_statfs_out *out = OUT(r);
+	struct inode *i = inode_get(r->h.nodeid);
+	struct statfs s;
+	int ret;
+
+	if (!i)
+		return -ESTALE;
+	ret = fstatfs(i->fd, &s) ? -errno : 0;
+	inode_put(i);
+	if (ret)
+		return ret;
+	memset(out, 0, sizeof(*out));
+	out->st.blocks = s.f_blocks;
+	out->st.bfree = s.f_bfree;
+	out->st.bavail = s.f_bavail;
+	out->st.files = s.f_files;
+	out->st.ffree = s.f_ffree;
+	out->st.bsize = s.f_bsize;
+	out->st.namelen = s.f_namelen;
+	out->st.frsize = s.f_frsize;
+	r->outlen = sizeof(*out);
+	return 0;
+}
+
+static int op_release(struct req *r)
+{
+	const struct fuse_release_in *in = (const void *)r->arg;
+
+	return handle_release(in->fh);
+}
+
+static int op_fsync(struct req *r)
+{
+	const struct fuse_fsync_in *in = (const void *)r->arg;
+	struct handle *h = handle_get(in->fh);
+	int fd, ret;
+
+	if (!h)
+		return -EBADF;
+	fd = h->dir ? dirfd(h->dir) : h->fd;
+	ret = (in->fsync_flags & 1 ? fdatasync(fd) : fsync(fd)) ? -errno : 0;
+	handle_put(h);
+	return ret;
+}
+
+static int op_flush(struct req *r)
+{
+	const struct fuse_flush_in *in = (const void *)r->arg;
+	struct handle *h = handle_get(in->fh);
+
+	handle_put(h);
+	return h ? 0 : -EBADF;
+}
+
+static int op_opendir(struct req *r)
+{
+	struct fuse_open_out *out = OUT(r);
+	struct inode *i = inode_get(r->h.nodeid);
+	DIR *d;
+	int fd;
+
+	if (!i)
+		return -ESTALE;
+	fd = i->type == S_IFDIR ? reopen(i, O_RDONLY | O_DIRECTORY) : -ENOTDIR;
+	inode_put(i);
+	if (fd < 0)
+		return fd;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -ENOMEM;
+	}
+	memset(out, 0, sizeof(*out));
+	out->fh = handle_new(dirfd(d), d);
+	if (!out->fh) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	r->outlen = sizeof(*out);
+	return 0;
+}
+
+static int do_readdir(struct req *r, bool plus)
+{
+	const struct fuse_read_in *in = (const void *)r->arg;
+	struct handle *h = handle_get(in->fh);
+	size_t size = in->size, pos = 0;
+	uint8_t *buf = OUT(r);
+	int ret = 0;
+
+	if (!h || !h->dir) {
+		handle_put(h);
+		return -EBADF;
+	}
+	if (size > reply_room(r))
+		size = reply_room(r);
+	pthread_mutex_lock(&h->lock);
+	if ((long)in->offset != h->dpos) {
+		if (in->offset)
+			seekdir(h->dir, in->offset);
+		else
+			rewinddir(h->dir);
+		h->dpos = in->offset;
+	}
+	for (;;) {
+		long before = telldir(h->dir);
+		struct fuse_dirent *d;
+		struct dirent *de;
+		size_t namelen, len;
+
+		errno = 0;
+		de = readdir(h->dir);
+		if (!de) {
+			if (errno && !pos)
+				ret = -errno;
+			break;
+		}
+		namelen = strlen(de->d_name);
+		len = plus ? FUSE_DIRENT_ALIGN(FUSE_NAME_OFFSET_DIRENTPLUS + namelen) :
+			     FUSE_DIRENT_ALIGN(FUSE_NAME_OFFSET + namelen);
+		if (pos + len > size) {
+			seekdir(h->dir, before);
+			if (!pos)
+				ret = -EINVAL;	/* not even one entry fits */
+			break;
+		}
+		memset(buf + pos, 0, len);
+		if (plus) {
+			struct fuse_direntplus *dp = (void *)(buf + pos);
+
+			/* "." and ".." go with nodeid 0: the guest knows them. */
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+			    lookup_at(dirfd(h->dir), de->d_name, &dp->entry_out)) {
+				h->dpos = de->d_off;
+				continue;	/* gone since readdir saw it */
+			}
+			d = &dp->dirent;
+		} else {
+			d = (void *)(buf + pos);
+		}
+		d->ino = de->d_ino;
+		d->off = de->d_off;
+		d->namelen = namelen;
+		d->type = de->d_type;
+		memcpy(d->name, de->d_name, namelen);
+		pos += len;
+		h->dpos = de->d_off;
+	}
+	pthread_mutex_unlock(&h->lock);
+	handle_put(h);
+	r->outlen = pos;
+	return ret;
+}
+
+static int op_readdir(struct req *r)
+{
+	return do_readdir(r, false);
+}
+
+static int op_readdirplus(struct req *r)
+{
+	return do_readdir(r, true);
+}
+
+static int op_releasedir(struct req *r)
+{
+	return op_release(r);
+}
+
+static int op_access(struct req *r)
+{
+	const struct fuse_access_in *in = (const void *)r->arg;
+	struct inode *i = inode_get(r->h.nodeid);
+	char p[16];
+	int ret = 0;
+
+	if (!i)
+		return -ESTALE;
+	proc_name(p, i->fd);
+	if (i->type != S_IFLNK && faccessat(fs.proc_fd, p, in->mask, 0))
+		ret = -errno;
+	inode_put(i);
+	return ret;
+}
+
+static int op_fallocate(struct req *r)
+{
+	const struct fuse_fallocate_in *in = (const void *)r->arg;
+	struct handle *h = handle_get(in->fh);
+	int ret;
+
+	if (!h || h->dir) {
+		handle_put(h);
+		return -EBADF;
+	}
+	ret = fallocate(h->fd, in->mode, in->offset, in->length) ? -errno : 0;
+	handle_put(h);
+	return ret;
+}
+
+static int op_lseek(struct req *r)
+{
+	const struct fuse_lseek_in *in = (const void *)r->arg;
+	struct fuse_lseek_out *out = OUT(r);
+	struct handle *h = handle_get(in->fh);
+	off_t off;
+
+	if (!h || h->dir) {
+		handle_put(h);
+		return -EBADF;
+	}
+	off = lseek(h->fd, in->offset, in->whence);
+	handle_put(h);
+	if (off < 0)
+		return -errno;
+	out->offset = off;
+	r->outlen = sizeof(*out);
+	return 0;
+}
+
+/* xattrs: on regular files and directories, through /proc/self/fd. */
+static int xattr_path(const struct inode *i, char *path)
+{
+	if (i->type != S_IFREG && i->type != S_IFDIR)
+		return -ENOTSUP;
+	snprintf(path, 32, "/proc/self/fd/%d", i->fd);
+	return 0;
+}
+
+static int xattr_reply(struct req *r, ssize_t n, uint32_t size)
+{
+	if (n < 0)
+		return -errno;
+	if (!size) {
+		struct fuse_getxattr_out *out = OUT(r);
+
+		memset(out, 0, sizeof(*out));
+		out->size = n;
+		r->outlen = sizeof(*out);
+	} else {
+		r->outlen = n;
+	}
+	return 0;
+}
+
+static int op_getxattr(struct req *r)
+{
+	const struct fuse_getxattr_in *in = (const void *)r->arg;
+	struct inode *i = inode_get(r->h.nodeid);
+	size_t size = in->size;
+	char path[32];
+	ssize_t n;
+	int ret;
+
+	if (!i)
+		return -ESTALE;
+	if (size > reply_room(r))
+		size = reply_room(r);
+	ret = xattr_path(i, path);
+	if (!ret) {
+		n = getxattr(path, r->name[0], in->size ? OUT(r) : NULL,
+			     in->size ? size : 0);
+		ret = xattr_reply(r, n, in->size);
+	}
+	inode_put(i);
+	return ret;
+}
+
+static int op_listxattr(struct req *r)
+{
+	const struct fuse_getxattr_in *in = (const void *)r->arg;
+	struct inode *i = inode_get(r->h.nodeid);
+	size_t size = in->size;
+	char path[32];
+	ssize_t n;
+	int ret;
+
+	if (!i)
+		return -ESTALE;
+	if (size > reply_room(r))
+		size = reply_room(r);
+	ret = xattr_path(i, path);
+	if (!ret) {
+		n = listxattr(path, in->size ? OUT(r) : NULL, in->size ? size : 0);
+		ret = xattr_reply(r, n, in->size);
+	}
+	inode_put(i);
+	return ret;
+}
+
+static int op_setxattr(struct req *r)
+{
+	/* Without FUSE_SETXATTR_EXT the guest sends the 8-byte compat form. */
+	const struct fuse_setxattr_in *in = (const void *)r->arg;
+	struct inode *i = inode_get(r->h.nodeid);
+	size_t namelen = strlen(r->name[0]) + 1;
+	char path[32];
+	int ret;
+
+	if (!i)
+		return -ESTALE;
+	if (FUSE_COMPAT_SETXATTR_IN_SIZE + namelen + in->size != r->arglen) {
+		inode_put(i);
+		return -EINVAL;
+	}
+	ret = xattr_path(i, path);
+	if (!ret && setxattr(path, r->name[0], r->name[0] + namelen, in->size,
+			     in->flags))
+		ret = -errno;
+	inode_put(i);
+	return ret;
+}
+
+static int op_removexattr(struct req *r)
+{
+	struct inode *i = inode_get(r->h.nodeid);
+	char path[32];
+	int ret;
+
+	if (!i)
+		return -ESTALE;
+	ret = xattr_path(i, path);
+	if (!ret && removexattr(path, r->name[0]))
+		ret = -errno;
+	inode_put(i);
+	return ret;
+}
+
+static int op_syncfs(struct req *r)
+{
+	return syncfs(fs.root_rdfd) ? -errno : 0;
+}
+
+static int op_interrupt(struct req *r)
+{
+	/* Every request is served to completion; nothing to interrupt. */
+	return 0;
+}
+
+struct op {
+	const char *name;
+	int (*fn)(struct req *r);
+	size_t in;		/* fixed argument size */
+	size_t out;		/* least reply payload the guest must have room for */
+	unsigned int names;	/* NUL-terminated strings after the fixed args */
+	bool noreply;
+};
+
+#define OP(code, f, i, o, n) [FUSE_##code] = { #code, f, i, o, n, false }
+#define OP_NOREPLY(code, f, i) [FUSE_##code] = { #code, f, i, 0, 0, true }
+
+static const struct op ops[] = {
+	OP(INIT, op_init, 16, sizeof(struct fuse_init_out), 0),
+	OP(DESTROY, op_destroy, 0, 0, 0),
+	OP(LOOKUP, op_lookup, 0, sizeof(struct fuse_entry_out), 1),
+	OP_NOREPLY(FORGET, op_forget, sizeof(struct fuse_forget_in)),
+	OP_NOREPLY(BATCH_FORGET, op_batch_forget, sizeof(struct fuse_batch_forget_in)),
+	OP_NOREPLY(INTERRUPT, op_interrupt, sizeof(struct fuse_interrupt_in)),
+	OP(GETATTR, op_getattr, sizeof(struct fuse_getattr_in), sizeof(struct fuse_attr_out), 0),
+	OP(SETATTR, op_setattr, sizeof(struct fuse_setattr_in), sizeof(struct fuse_attr_out), 0),
+	OP(READLINK, op_readlink, 0, 0, 0),
+	OP(SYMLINK, op_symlink, 0, sizeof(struct fuse_entry_out), 2),
+	OP(MKNOD, op_mknod, sizeof(struct fuse_mknod_in), sizeof(struct fuse_entry_out), 1),
+	OP(MKDIR, op_mkdir, sizeof(struct fuse_mkdir_in), sizeof(struct fuse_entry_out), 1),
+	OP(UNLINK, op_unlink, 0, 0, 1),
+	OP(RMDIR, op_rmdir, 0, 0, 1),
+	OP(RENAME, op_rename, sizeof(struct fuse_rename_in), 0, 2),
+	OP(RENAME2, op_rename2, sizeof(struct fuse_rename2_in), 0, 2),
+	OP(LINK, op_link, sizeof(struct fuse_link_in), sizeof(struct fuse_entry_out), 1),
+	OP(OPEN, op_open, sizeof(struct fuse_open_in), sizeof(struct fuse_open_out), 0),
+	OP(READ, op_read, sizeof(struct fuse_read_in), 0, 0),
+	OP(WRITE, op_write, sizeof(struct fuse_write_in), sizeof(struct fuse_write_out), 0),
+	OP(STATFS, op_statfs, 0, sizeof(struct fuse_statfs_out), 0),
+	OP(RELEASE, op_release, sizeof(struct fuse_release_in), 0, 0),
+	OP(FSYNC, op_fsync, sizeof(struct fuse_fsync_in), 0, 0),
+	OP(SETXATTR, op_setxattr, FUSE_COMPAT_SETXATTR_IN_SIZE, 0, 1),
+	OP(GETXATTR, op_getxattr, sizeof(struct fuse_getxattr_in), sizeof(struct fuse_getxattr_out), 1),
+	OP(LISTXATTR, op_listxattr, sizeof(struct fuse_getxattr_in), sizeof(struct fuse_getxattr_out), 0),
+	OP(REMOVEXATTR, op_removexattr, 0, 0, 1),
+	OP(FLUSH, op_flush, sizeof(struct fuse_flush_in), 0, 0),
+	OP(OPENDIR, op_opendir, sizeof(struct fuse_open_in), sizeof(struct fuse_open_out), 0),
+	OP(READDIR, op_readdir, sizeof(struct fuse_read_in), 0, 0),
+	OP(READDIRPLUS, op_readdirplus, sizeof(struct fuse_read_in), 0, 0),
+	OP(RELEASEDIR, op_releasedir, sizeof(struct fuse_release_in), 0, 0),
+	OP(FSYNCDIR, op_fsync, sizeof(struct fuse_fsync_in), 0, 0),
+	OP(ACCESS, op_access, sizeof(struct fuse_access_in), 0, 0),
+	OP(CREATE, op_create, sizeof(struct fuse_create_in),
+	   sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out), 1),
+	OP(FALLOCATE, op_fallocate, sizeof(struct fuse_fallocate_in), 0, 0),
+	OP(LSEEK, op_lseek, sizeof(struct fuse_lseek_in), sizeof(struct fuse_lseek_out), 0),
+	OP(SYNCFS, op_syncfs, sizeof(struct fuse_syncfs_in), 0, 0),
+};
+
+static size_t reply(struct req *r, int err)
+{
+	struct fuse_out_header *oh = (void *)r->c->outbuf;
+	size_t len = sizeof(*oh);
+
+	if (r->ch->in_len < sizeof(*oh))
+		return 0;	/* nowhere to answer */
+	if (err) {
+		stat_add(&r->c->stats->errors, 1);
+	} else if (r->direct) {
+		len += r->direct;
+	} else {
+		len += r->outlen;
+	}
+	oh->len = len;
+	oh->error = err;
+	oh->unique = r->h.unique;
+	if (err || r->direct)
+		buf_to_iov(r->ch->in, r->ch->nin, 0, oh, sizeof(*oh));
+	else
+		buf_to_iov(r->ch->in, r->ch->nin, 0, oh, len);
+	return len;
+}
+
+static size_t malformed(struct req *r, const char *why)
+{
+	stat_add(&r->c->stats->malformed, 1);
+	if (verbose)
+		logmsg("malformed FUSE request (opcode %u, unique %" PRIu64 "): %s",
+		       r->h.opcode, (uint64_t)r->h.unique, why);
+	return reply(r, -EINVAL);
+}
+
+/* Finds the op's strings after its fixed arguments; false if unterminated. */
+static bool find_names(struct req *r, const struct op *op, size_t avail)
+{
+	size_t off = op->in;
+	unsigned int k;
+
+	for (k = 0; k < op->names; k++) {
+		const char *s = (const char *)r->arg + off;
+		const char *nul = off < avail ? memchr(s, 0, avail - off) : NULL;
+
+		if (!nul)
+			return false;
+		r->name[k] = s;
+		off += nul - s + 1;
+	}
+	return true;
+}
+
+size_t fuse_serve(struct fuse_ctx *c, const struct chain *ch)
+{
+	struct req r = { .c = c, .ch = ch };
+	const struct op *op = NULL;
+	size_t copy;
+	int ret;
+
+	if (ch->out_len < sizeof(r.h))
+		return malformed(&r, "shorter than a FUSE header");
+	iov_to_buf(ch->out, ch->nout, 0, &r.h, sizeof(r.h));
+	if (r.h.len != ch->out_len)
+		return malformed(&r, "header length differs from the request's");
+	if (r.h.opcode < ARRAY_SIZE(ops) && ops[r.h.opcode].fn)
+		op = &ops[r.h.opcode];
+	if (!op) {
+		if (verbose)
+			logmsg("FUSE opcode %u is not supported", r.h.opcode);
+		return reply(&r, -ENOSYS);
+	}
+	copy = ch->out_len;
+	if (r.h.opcode == FUSE_WRITE && copy > sizeof(r.h) + op->in)
+		copy = sizeof(r.h) + op->in;	/* the data stays in the guest */
+	if (copy > c->inbuf_size)
+		return malformed(&r, "request too large");
+	iov_to_buf(ch->out, ch->nout, 0, c->inbuf, copy);
+	r.arg = c->inbuf + sizeof(r.h);
+	r.arglen = ch->out_len - sizeof(r.h);
+	if (r.arglen < op->in)
+		return malformed(&r, "arguments too short");
+	if (!find_names(&r, op, copy - sizeof(r.h)))
+		return malformed(&r, "name not NUL-terminated");
+	if (!op->noreply &&
+	    ch->in_len < sizeof(struct fuse_out_header) + op->out)
+		return malformed(&r, "no room for the reply");
+	ret = op->fn(&r);
+	if (op->noreply)
+		return 0;
+	return reply(&r, ret);
+}
+
+int fuse_ctx_init(struct fuse_ctx *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->inbuf_size = INBUF_SIZE;
+	c->outbuf_size = OUTBUF_SIZE;
+	c->inbuf = malloc(c->inbuf_size);
+	c->outbuf = malloc(c->outbuf_size);
+	c->scratch = calloc(MAX_CHAIN_IOV, sizeof(*c->scratch));
+	if (!c->inbuf || !c->outbuf || !c->scratch) {
+		fuse_ctx_free(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void fuse_ctx_free(struct fuse_ctx *c)
+{
+	free(c->inbuf);
+	free(c->outbuf);
+	free(c->scratch);
+	c->inbuf = c->outbuf = NULL;
+	c->scratch = NULL;
+}

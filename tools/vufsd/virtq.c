@@ -1,0 +1,497 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Guest memory and split virtqueues: translation of guest addresses, the
+ * walk of a descriptor chain (direct and indirect), the used ring and
+ * event-idx notification, and the per-vring thread.
+ *
+ * Everything the guest wrote is untrusted: descriptor indexes, lengths,
+ * addresses, flags and the avail index are checked before use, and a chain
+ * that fails a check is returned to the guest with used length 0.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <linux/virtio_ring.h>
+
+#include "vufsd.h"
+
+/* ---- guest memory ---- */
+
+void *gpa_to_va(const struct memory *m, uint64_t gpa, uint64_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < m->nregions; i++) {
+		const struct region *r = &m->regions[i];
+
+		if (gpa >= r->gpa && gpa - r->gpa <= r->size &&
+		    len <= r->size - (gpa - r->gpa))
+			return (uint8_t *)r->map + r->offset + (gpa - r->gpa);
+	}
+	return NULL;
+}
+
+void *uaddr_to_va(const struct memory *m, uint64_t uaddr, uint64_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < m->nregions; i++) {
+		const struct region *r = &m->regions[i];
+
+		if (uaddr >= r->uaddr && uaddr - r->uaddr <= r->size &&
+		    len <= r->size - (uaddr - r->uaddr))
+			return (uint8_t *)r->map + r->offset + (uaddr - r->uaddr);
+	}
+	return NULL;
+}
+
+void memory_unmap(struct memory *m)
+{
+	unsigned int i;
+
+	for (i = 0; i < m->nregions; i++)
+		munmap(m->regions[i].map, m->regions[i].map_len);
+	m->nregions = 0;
+}
+
+/*
+ * Appends the guest buffer [gpa, gpa + len) to an iovec array. A buffer
+ * may span adjacent regions; each piece becomes an iovec of its own.
+ */
+static int map_buffer(const struct memory *m, uint64_t gpa, uint64_t len,
+		      struct iovec *iov, unsigned int *n)
+{
+	while (len) {
+		const struct region *r = NULL;
+		uint64_t piece;
+		unsigned int i;
+
+		for (i = 0; i < m->nregions; i++)
+			if (gpa >= m->regions[i].gpa &&
+			    gpa - m->regions[i].gpa < m->regions[i].size) {
+				r = &m->regions[i];
+				break;
+			}
+		if (!r || *n >= MAX_CHAIN_IOV)
+			return -EFAULT;
+		piece = r->size - (gpa - r->gpa);
+		if (piece > len)
+			piece = len;
+		iov[*n].iov_base = (uint8_t *)r->map + r->offset + (gpa - r->gpa);
+		iov[*n].iov_len = piece;
+		(*n)++;
+		gpa += piece;
+		len -= piece;
+	}
+	return 0;
+}
+
+/* ---- iovec helpers ---- */
+
+size_t iov_to_buf(const struct iovec *iov, unsigned int n, size_t skip,
+		  void *buf, size_t len)
+{
+	size_t done = 0;
+	unsigned int i;
+
+	for (i = 0; i < n && done < len; i++) {
+		size_t l = iov[i].iov_len;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		l -= skip;
+		if (l > len - done)
+			l = len - done;
+		memcpy((uint8_t *)buf + done, (uint8_t *)iov[i].iov_base + skip, l);
+		done += l;
+		skip = 0;
+	}
+	return done;
+}
+
+size_t buf_to_iov(const struct iovec *iov, unsigned int n, size_t skip,
+		  const void *buf, size_t len)
+{
+	size_t done = 0;
+	unsigned int i;
+
+	for (i = 0; i < n && done < len; i++) {
+		size_t l = iov[i].iov_len;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		l -= skip;
+		if (l > len - done)
+			l = len - done;
+		memcpy((uint8_t *)iov[i].iov_base + skip, (const uint8_t *)buf + done, l);
+		done += l;
+		skip = 0;
+	}
+	return done;
+}
+
+unsigned int iov_slice(const struct iovec *iov, unsigned int n, size_t skip,
+		       size_t len, struct iovec *dst, unsigned int max)
+{
+	unsigned int i, k = 0;
+
+	for (i = 0; i < n && len && k < max; i++) {
+		size_t l = iov[i].iov_len;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		l -= skip;
+		if (l > len)
+			l = len;
+		dst[k].iov_base = (uint8_t *)iov[i].iov_base + skip;
+		dst[k].iov_len = l;
+		k++;
+		len -= l;
+		skip = 0;
+	}
+	return k;
+}
+
+/* ---- the split ring ---- */
+
+static uint16_t ring_load16(const uint16_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+bool vring_ready(const struct vq *r, bool have_mem)
+{
+	return have_mem && r->addr_set && r->num && r->kick_fd >= 0 &&
+	       (!r->enable_seen || r->enabled);
+}
+
+int vring_translate(struct vq *r, const struct memory *m)
+{
+	size_t n = r->num;
+
+	r->desc = uaddr_to_va(m, r->desc_uaddr, 16 * n);
+	r->avail = uaddr_to_va(m, r->avail_uaddr, 6 + 2 * n);
+	r->used = uaddr_to_va(m, r->used_uaddr, 6 + 8 * n);
+	if (!r->desc || !r->avail || !r->used)
+		return -EFAULT;
+	r->mem = m;
+	return 0;
+}
+
+/*
+ * Walks the chain starting at head into ch. Returns 0, or -EINVAL for a
+ * chain that breaks the rules (index out of range, a loop, a nested or
+ * empty indirect table, a readable buffer after a writable one, memory
+ * outside the guest's).
+ */
+static int walk_chain(struct vq *r, uint16_t head, struct chain *ch)
+{
+	const struct vring_desc *table = r->desc;
+	unsigned int size = r->num, i = head, seen = 0;
+	bool indirect = false;
+
+	ch->nout = ch->nin = 0;
+	ch->out_len = ch->in_len = 0;
+	if (head >= r->num)
+		return -EINVAL;
+	for (;;) {
+		const struct vring_desc *d;
+		uint16_t flags;
+		uint64_t addr;
+		uint32_t len;
+		int ret;
+
+		if (i >= size || ++seen > size)
+			return -EINVAL;
+		d = &table[i];
+		flags = __atomic_load_n(&d->flags, __ATOMIC_RELAXED);
+		addr = d->addr;
+		len = d->len;
+		if (flags & VRING_DESC_F_INDIRECT) {
+			if (indirect || (flags & VRING_DESC_F_NEXT) || !len ||
+			    len % sizeof(struct vring_desc))
+				return -EINVAL;
+			table = gpa_to_va(r->mem, addr, len);
+			if (!table)
+				return -EINVAL;
+			indirect = true;
+			size = len / sizeof(struct vring_desc);
+			i = 0;
+			seen = 0;
+			continue;
+		}
+		if (flags & VRING_DESC_F_WRITE) {
+			ret = map_buffer(r->mem, addr, len, ch->in, &ch->nin);
+			ch->in_len += len;
+		} else {
+			if (ch->nin)
+				return -EINVAL;
+			ret = map_buffer(r->mem, addr, len, ch->out, &ch->nout);
+			ch->out_len += len;
+		}
+		if (ret)
+			return ret;
+		if (!(flags & VRING_DESC_F_NEXT))
+			return 0;
+		i = d->next;
+	}
+}
+
+static void push_used(struct vq *r, uint16_t head, uint32_t len)
+{
+	struct vring_used_elem *e = &r->used->ring[r->used_idx % r->num];
+
+	e->id = head;
+	e->len = len;
+	r->used_idx++;
+	__atomic_store_n(&r->used->idx, r->used_idx, __ATOMIC_RELEASE);
+}
+
+static void notify(struct vq *r, uint16_t old)
+{
+	bool need;
+
+	/* The used index must be visible before we read the guest's event. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (r->event_idx) {
+		uint16_t ev = ring_load16(&r->avail->ring[r->num]);
+
+		need = (uint16_t)(r->used_idx - ev - 1) < (uint16_t)(r->used_idx - old);
+	} else {
+		need = !(ring_load16(&r->avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
+	}
+	if (!need)
+		return;
+	pthread_mutex_lock(&r->call_lock);
+	if (r->call_fd >= 0) {
+		uint64_t one = 1;
+
+		if (write(r->call_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			logmsg("vring %u: signalling the guest: %m", r->index);
+	}
+	pthread_mutex_unlock(&r->call_lock);
+	stat_add(&r->stats.notifies, 1);
+}
+
+/* Asks for a kick when the guest adds past what we have taken. */
+static void arm_kick(struct vq *r)
+{
+	if (r->event_idx)
+		__atomic_store_n((uint16_t *)&r->used->ring[r->num], r->last_avail,
+				 __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&r->used->flags, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static bool stopping(struct vq *r)
+{
+	return __atomic_load_n(&r->stop, __ATOMIC_ACQUIRE);
+}
+
+/* Serves every available chain; returns how many, or -1 if the ring broke. */
+static int drain(struct vq *r, struct fuse_ctx *c, struct chain *ch)
+{
+	uint16_t old = r->used_idx, avail;
+	int n = 0;
+
+	while (!stopping(r)) {
+		uint16_t head;
+		size_t written = 0;
+
+		avail = ring_load16(&r->avail->idx);
+		if (avail == r->last_avail)
+			break;
+		if ((uint16_t)(avail - r->last_avail) > r->num) {
+			logmsg("vring %u: avail index %u is %u entries past %u (ring of %u): ring corrupt, stopped until reset",
+			       r->index, avail, (uint16_t)(avail - r->last_avail),
+			       r->last_avail, r->num);
+			stat_add(&r->stats.malformed, 1);
+			r->broken = true;
+			n = -1;
+			break;
+		}
+		head = ring_load16(&r->avail->ring[r->last_avail % r->num]);
+		r->last_avail++;
+		stat_add(&r->stats.requests, 1);
+		if (walk_chain(r, head, ch)) {
+			if (verbose)
+				logmsg("vring %u: descriptor chain at head %u is malformed; returned unused",
+				       r->index, head);
+			stat_add(&r->stats.malformed, 1);
+		} else {
+			stat_add(&r->stats.bytes_in, ch->out_len);
+			written = fuse_serve(c, ch);
+			stat_add(&r->stats.bytes_out, written);
+		}
+		push_used(r, head, written);
+		n++;
+		/* Let the guest see completions in batches of 64 at most. */
+		if (n % 64 == 0) {
+			notify(r, old);
+			old = r->used_idx;
+		}
+	}
+	if (r->used_idx != old)
+		notify(r, old);
+	return n;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
+}
+
+static void *vring_thread(void *arg)
+{
+	struct vq *r = arg;
+	struct fuse_ctx ctx;
+	struct chain ch;
+	struct pollfd pfd[2] = {
+		{ .fd = r->kick_fd, .events = POLLIN },
+		{ .fd = r->stop_fd, .events = POLLIN },
+	};
+
+	ch.out = calloc(MAX_CHAIN_IOV, sizeof(*ch.out));
+	ch.in = calloc(MAX_CHAIN_IOV, sizeof(*ch.in));
+	if (!ch.out || !ch.in || fuse_ctx_init(&ctx)) {
+		logmsg("vring %u: out of memory", r->index);
+		free(ch.out);
+		free(ch.in);
+		return NULL;
+	}
+	ctx.stats = &r->stats;
+	while (!stopping(r)) {
+		uint64_t v;
+
+		if (drain(r, &ctx, &ch) < 0)
+			goto park;
+		if (r->busy_poll_us) {
+			uint64_t until = now_us() + r->busy_poll_us;
+			bool found = false;
+
+			while (!stopping(r) && now_us() < until) {
+				if (ring_load16(&r->avail->idx) != r->last_avail) {
+					found = true;
+					break;
+				}
+				__builtin_ia32_pause();
+			}
+			if (found)
+				continue;
+		}
+		arm_kick(r);
+		if (ring_load16(&r->avail->idx) != r->last_avail)
+			continue;
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR) {
+			logmsg("vring %u: poll: %m", r->index);
+			break;
+		}
+		if (pfd[0].revents & POLLIN) {
+			if (read(r->kick_fd, &v, sizeof(v)) == sizeof(v))
+				stat_add(&r->stats.kicks, 1);
+		} else if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+			logmsg("vring %u: kick eventfd failed; ring parked", r->index);
+			goto park;
+		}
+	}
+	goto out;
+park:
+	/* Nothing more to do on this ring until the VMM resets it. */
+	while (!stopping(r))
+		poll(&pfd[1], 1, -1);
+out:
+	fuse_ctx_free(&ctx);
+	free(ch.out);
+	free(ch.in);
+	return NULL;
+}
+
+int vring_start(struct vq *r)
+{
+	int ret;
+
+	if (r->running)
+		return 0;
+	if (r->broken)
+		return -EIO;
+	/* What the guest has been given back so far is in the used ring. */
+	r->used_idx = ring_load16(&r->used->idx);
+	if (r->used_idx != r->last_avail)
+		logmsg("vring %u: starts at avail %u but the used index is %u",
+		       r->index, r->last_avail, r->used_idx);
+	r->stop = 0;
+	r->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (r->stop_fd < 0)
+		return -errno;
+	ret = pthread_create(&r->thread, NULL, vring_thread, r);
+	if (ret) {
+		close(r->stop_fd);
+		r->stop_fd = -1;
+		return -ret;
+	}
+	r->running = true;
+	if (verbose)
+		logmsg("vring %u: started at %u (%u entries%s)", r->index,
+		       r->last_avail, r->num, r->event_idx ? ", event idx" : "");
+	return 0;
+}
+
+/* Stops the thread after the request it is serving. */
+void vring_stop(struct vq *r)
+{
+	uint64_t one = 1;
+
+	if (!r->running)
+		return;
+	__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+	if (write(r->stop_fd, &one, sizeof(one)) < 0)
+		logmsg("vring %u: waking the thread: %m", r->index);
+	pthread_join(r->thread, NULL);
+	close(r->stop_fd);
+	r->stop_fd = -1;
+	r->running = false;
+	if (verbose)
+		logmsg("vring %u: stopped at %u", r->index, r->last_avail);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Back to the state before any message about the ring. */
+void vring_reset(struct vq *r)
+{
+	vring_stop(r);
+	close_fd(&r->kick_fd);
+	pthread_mutex_lock(&r->call_lock);
+	close_fd(&r->call_fd);
+	pthread_mutex_unlock(&r->call_lock);
+	close_fd(&r->err_fd);
+	r->num = 0;
+	r->addr_set = false;
+	r->desc = NULL;
+	r->avail = NULL;
+	r->used = NULL;
+	r->last_avail = r->used_idx = 0;
+	r->enable_seen = r->enabled = false;
+	r->broken = false;
+}

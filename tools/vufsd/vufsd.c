@@ -1,0 +1,766 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vufsd: a vhost-user-fs device backend with any number of request queues.
+ *
+ * A VMM (QEMU's vhost-user-fs-pci, num-request-queues=N) connects to the
+ * unix socket and sets up the device: features, guest memory (file
+ * descriptors to map), and 1 + N vrings: the hiprio queue (FORGETs) and
+ * N request queues, the way Linux numbers them. Each running vring gets a
+ * thread that serves its FUSE requests against the shared directory
+ * (fuse.c), so N queues are served in parallel. This file is the control
+ * plane: options, the socket, the vhost-user messages, signals and the
+ * statistics file.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
+
+#include "vufsd.h"
+#include "../include/vhost_user_wire.h"
+
+bool verbose;
+
+static struct daemon {
+	const char *socket_path;
+	const char *shared_dir;
+	const char *stats_path;
+	unsigned int queues;		/* request queues */
+	unsigned int nvrings;		/* 1 + queues */
+	unsigned int busy_poll_us;
+	unsigned int stats_ms;
+	int listen_fd, conn_fd, sig_fd, stats_fd;
+	uint64_t features;
+	uint64_t protocol_features;
+	struct memory mem;
+	bool mem_set;
+	struct vq rings[MAX_VRINGS];
+	uint64_t connections, messages, refused, seq;
+	/* Counters of the connections that ended, added to the live ones. */
+	struct vq_stats past[MAX_VRINGS];
+} d = { .listen_fd = -1, .conn_fd = -1, .sig_fd = -1, .stats_fd = -1,
+	.queues = 1, .stats_ms = 200 };
+
+void logmsg(const char *fmt, ...)
+{
+	char buf[512];
+	struct timespec ts;
+	va_list ap;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s[%ld.%03ld]: %s\n", PROG, (long)ts.tv_sec % 100000,
+		ts.tv_nsec / 1000000, buf);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static uint64_t offered_features(void)
+{
+	return 1ULL << VIRTIO_F_VERSION_1 |
+	       1ULL << VIRTIO_RING_F_INDIRECT_DESC |
+	       1ULL << VIRTIO_RING_F_EVENT_IDX |
+	       1ULL << VU_F_PROTOCOL_FEATURES;
+}
+
+static uint64_t offered_protocol_features(void)
+{
+	return 1ULL << VU_PF_MQ | 1ULL << VU_PF_REPLY_ACK |
+	       1ULL << VU_PF_RESET_DEVICE;
+}
+
+/* ---- statistics ---- */
+
+static uint64_t load(const uint64_t *c)
+{
+	return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+/*
+ * Rewrites the stats file in place (readers see one inode, however they
+ * cache names). A reader that needs counters covering its own requests
+ * waits until seq has moved on by two.
+ */
+static void write_stats(void)
+{
+	char buf[8192];
+	uint64_t inodes, handles;
+	struct rusage ru;
+	size_t len;
+	unsigned int i;
+
+	if (d.stats_fd < 0)
+		return;
+	fuse_counts(&inodes, &handles);
+	getrusage(RUSAGE_SELF, &ru);
+	len = snprintf(buf, sizeof(buf),
+		       "seq %" PRIu64 "\npid %d\nconnections %" PRIu64
+		       "\nconnected %d\nmessages %" PRIu64 "\nrefused %" PRIu64
+		       "\nqueues %u\ninodes %" PRIu64 "\nhandles %" PRIu64
+		       "\ncpu_us %" PRIu64 "\n",
+		       ++d.seq, getpid(), d.connections, d.conn_fd >= 0,
+		       d.messages, d.refused, d.nvrings, inodes, handles,
+		       (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+		       ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+	for (i = 0; i < d.nvrings && len < sizeof(buf) - 256; i++) {
+		const struct vq_stats *s = &d.rings[i].stats, *p = &d.past[i];
+
+		len += snprintf(buf + len, sizeof(buf) - len,
+				"vq %u requests %" PRIu64 " bytes_in %" PRIu64
+				" bytes_out %" PRIu64 " errors %" PRIu64
+				" malformed %" PRIu64 " kicks %" PRIu64
+				" notifies %" PRIu64 "\n", i,
+				p->requests + load(&s->requests),
+				p->bytes_in + load(&s->bytes_in),
+				p->bytes_out + load(&s->bytes_out),
+				p->errors + load(&s->errors),
+				p->malformed + load(&s->malformed),
+				p->kicks + load(&s->kicks),
+				p->notifies + load(&s->notifies));
+	}
+	if (pwrite(d.stats_fd, buf, len, 0) != (ssize_t)len ||
+	    ftruncate(d.stats_fd, len))
+		logmsg("writing %s: %m", d.stats_path);
+}
+
+/* ---- device state ---- */
+
+static void stop_all(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < d.nvrings; i++)
+		vring_stop(&d.rings[i]);
+}
+
+/* Starts every vring that has all it needs and is not running. */
+static void start_ready(void)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < d.nvrings; i++) {
+		struct vq *r = &d.rings[i];
+
+		if (r->running || r->broken || !vring_ready(r, d.mem_set))
+			continue;
+		r->event_idx = d.features & (1ULL << VIRTIO_RING_F_EVENT_IDX);
+		r->busy_poll_us = d.busy_poll_us;
+		if (vring_translate(r, &d.mem)) {
+			logmsg("vring %u: ring addresses are outside guest memory",
+			       i);
+			continue;
+		}
+		ret = vring_start(r);
+		if (ret)
+			logmsg("vring %u: cannot start: %s", i, strerror(-ret));
+	}
+}
+
+/* Everything back to a fresh device; the connection stays. */
+static void reset_device(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < d.nvrings; i++) {
+		struct vq_stats *s = &d.rings[i].stats, *p = &d.past[i];
+
+		vring_reset(&d.rings[i]);
+		p->requests += s->requests;
+		p->bytes_in += s->bytes_in;
+		p->bytes_out += s->bytes_out;
+		p->errors += s->errors;
+		p->malformed += s->malformed;
+		p->kicks += s->kicks;
+		p->notifies += s->notifies;
+		memset(s, 0, sizeof(*s));
+	}
+	if (d.mem_set)
+		memory_unmap(&d.mem);
+	d.mem_set = false;
+	d.features = 0;
+	/* The guest's inodes and open files went with its device. */
+	fuse_reset();
+}
+
+static int set_mem_table(struct vu_msg *msg, int *fds, unsigned int nfds)
+{
+	struct vu_memory *vm = &msg->memory;
+	struct memory m = { 0 };
+	unsigned int i, n;
+
+	n = vm->nregions;
+	if (msg->hdr.size < 8 || n == 0 || n > VU_MAX_REGIONS ||
+	    msg->hdr.size != 8 + n * sizeof(struct vu_region)) {
+		logmsg("SET_MEM_TABLE: %u regions in %u bytes", n, msg->hdr.size);
+		return -EINVAL;
+	}
+	if (nfds != n) {
+		logmsg("SET_MEM_TABLE: %u regions but %u file descriptors", n, nfds);
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		const struct vu_region *vr = &vm->regions[i];
+		struct region *r = &m.regions[i];
+
+		if (!vr->size || vr->gpa + vr->size < vr->gpa ||
+		    vr->uaddr + vr->size < vr->uaddr ||
+		    vr->offset + vr->size < vr->offset) {
+			logmsg("SET_MEM_TABLE: region %u (gpa %#" PRIx64 " size %#"
+			       PRIx64 " offset %#" PRIx64 ") is invalid", i,
+			       vr->gpa, vr->size, vr->offset);
+			goto fail;
+		}
+		r->gpa = vr->gpa;
+		r->size = vr->size;
+		r->uaddr = vr->uaddr;
+		r->offset = vr->offset;
+		r->map_len = vr->offset + vr->size;
+		r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE,
+			      MAP_SHARED, fds[i], 0);
+		if (r->map == MAP_FAILED) {
+			logmsg("SET_MEM_TABLE: region %u: cannot map %#zx bytes of its fd: %m",
+			       i, r->map_len);
+			goto fail;
+		}
+		m.nregions++;
+	}
+	/* The rings stop using the old mapping before it goes. */
+	stop_all();
+	if (d.mem_set)
+		memory_unmap(&d.mem);
+	d.mem = m;
+	d.mem_set = true;
+	start_ready();
+	return 0;
+fail:
+	memory_unmap(&m);
+	return -EINVAL;
+}
+
+static struct vq *msg_ring(uint32_t index, const char *what)
+{
+	if (index >= d.nvrings) {
+		logmsg("%s: vring %u does not exist (%u vrings)", what, index,
+		       d.nvrings);
+		return NULL;
+	}
+	return &d.rings[index];
+}
+
+static int set_vring_fd(struct vu_msg *msg, int *fds, unsigned int nfds)
+{
+	uint32_t req = msg->hdr.request;
+	unsigned int index = msg->u64 & VU_RING_INDEX_MASK;
+	bool nofd = msg->u64 & VU_RING_NOFD;
+	struct vq *r;
+	int fd;
+
+	if (msg->u64 & ~(VU_RING_INDEX_MASK | VU_RING_NOFD)) {
+		logmsg("%s: unknown bits in %#" PRIx64, vu_req_name(req), msg->u64);
+		return -EINVAL;
+	}
+	r = msg_ring(index, vu_req_name(req));
+	if (!r)
+		return -EINVAL;
+	if (nfds != (nofd ? 0u : 1u)) {
+		logmsg("%s: vring %u: %u file descriptors with%s the no-fd flag",
+		       vu_req_name(req), index, nfds, nofd ? "" : "out");
+		return -EINVAL;
+	}
+	fd = nofd ? -1 : fds[0];
+	fds[0] = -1;	/* ours now */
+	switch (req) {
+	case VU_SET_VRING_KICK:
+		vring_stop(r);
+		close_fd(&r->kick_fd);
+		r->kick_fd = fd;
+		if (fd < 0)
+			logmsg("vring %u: no kick eventfd: the ring stays stopped (polling front ends are not supported)",
+			       index);
+		start_ready();
+		break;
+	case VU_SET_VRING_CALL:
+		/* QEMU swaps call fds on running rings to mask interrupts. */
+		pthread_mutex_lock(&r->call_lock);
+		close_fd(&r->call_fd);
+		r->call_fd = fd;
+		pthread_mutex_unlock(&r->call_lock);
+		break;
+	default:
+		close_fd(&r->err_fd);
+		r->err_fd = fd;
+		break;
+	}
+	return 0;
+}
+
+static int reply_u64(struct vu_msg *msg, uint64_t val)
+{
+	msg->u64 = val;
+	return vu_reply(d.conn_fd, msg, sizeof(msg->u64));
+}
+
+/* Returns 0, a negative errno (refused), or 1: close the connection. */
+static int handle(struct vu_msg *msg, int *fds, unsigned int nfds)
+{
+	uint32_t req = msg->hdr.request, size = msg->hdr.size;
+	const char *name = vu_req_name(req);
+	struct vq *r;
+
+	static const uint32_t fixed[VU_REQUEST_MAX] = {
+		[VU_SET_FEATURES] = 8, [VU_SET_PROTOCOL_FEATURES] = 8,
+		[VU_SET_VRING_NUM] = 8, [VU_SET_VRING_BASE] = 8,
+		[VU_GET_VRING_BASE] = 8, [VU_SET_VRING_ENABLE] = 8,
+		[VU_SET_VRING_KICK] = 8, [VU_SET_VRING_CALL] = 8,
+		[VU_SET_VRING_ERR] = 8,
+		[VU_SET_VRING_ADDR] = sizeof(struct vu_vring_addr),
+	};
+
+	if (req != VU_SET_MEM_TABLE && req < VU_REQUEST_MAX &&
+	    vu_names[req] && size != fixed[req]) {
+		logmsg("%s: payload of %u bytes, expected %u", name, size,
+		       fixed[req]);
+		return vu_has_reply(req) ? 1 : -EINVAL;
+	}
+	if (nfds && req != VU_SET_MEM_TABLE && req != VU_SET_VRING_KICK &&
+	    req != VU_SET_VRING_CALL && req != VU_SET_VRING_ERR) {
+		logmsg("%s: %u unexpected file descriptors", name, nfds);
+		return vu_has_reply(req) ? 1 : -EINVAL;
+	}
+
+	switch (req) {
+	case VU_GET_FEATURES:
+		return reply_u64(msg, offered_features()) ? 1 : 0;
+	case VU_SET_FEATURES:
+		if (msg->u64 & ~offered_features()) {
+			logmsg("SET_FEATURES: %#" PRIx64 " has bits never offered",
+			       msg->u64);
+			return -EINVAL;
+		}
+		if (d.features != msg->u64) {
+			/* Event idx changes how the rings notify: restart them. */
+			stop_all();
+			d.features = msg->u64;
+			start_ready();
+		}
+		return 0;
+	case VU_GET_PROTOCOL_FEATURES:
+		return reply_u64(msg, offered_protocol_features()) ? 1 : 0;
+	case VU_SET_PROTOCOL_FEATURES:
+		if (msg->u64 & ~offered_protocol_features()) {
+			logmsg("SET_PROTOCOL_FEATURES: %#" PRIx64 " has bits never offered",
+			       msg->u64);
+			return -EINVAL;
+		}
+		d.protocol_features = msg->u64;
+		return 0;
+	case VU_GET_QUEUE_NUM:
+		return reply_u64(msg, d.nvrings) ? 1 : 0;
+	case VU_SET_OWNER:
+		return 0;
+	case VU_RESET_OWNER:
+	case VU_RESET_DEVICE:
+		reset_device();
+		return 0;
+	case VU_SET_MEM_TABLE:
+		return set_mem_table(msg, fds, nfds);
+	case VU_SET_VRING_NUM:
+		r = msg_ring(msg->state.index, name);
+		if (!r)
+			return -EINVAL;
+		if (!msg->state.num || msg->state.num > 32768 ||
+		    (msg->state.num & (msg->state.num - 1))) {
+			logmsg("SET_VRING_NUM: vring %u: size %u is not a power of 2 up to 32768",
+			       msg->state.index, msg->state.num);
+			return -EINVAL;
+		}
+		vring_stop(r);
+		r->num = msg->state.num;
+		start_ready();
+		return 0;
+	case VU_SET_VRING_BASE:
+		r = msg_ring(msg->state.index, name);
+		if (!r)
+			return -EINVAL;
+		if (msg->state.num > 0xffff) {
+			logmsg("SET_VRING_BASE: vring %u: base %u is not a split-ring index",
+			       msg->state.index, msg->state.num);
+			return -EINVAL;
+		}
+		vring_stop(r);
+		r->last_avail = msg->state.num;
+		r->broken = false;
+		start_ready();
+		return 0;
+	case VU_SET_VRING_ADDR: {
+		struct vu_vring_addr *a = &msg->addr;
+
+		r = msg_ring(a->index, name);
+		if (!r)
+			return -EINVAL;
+		if (a->flags) {
+			logmsg("SET_VRING_ADDR: vring %u: flags %#x (dirty logging is not supported)",
+			       a->index, a->flags);
+			return -EINVAL;
+		}
+		if (a->desc % 16 || a->avail % 2 || a->used % 4) {
+			logmsg("SET_VRING_ADDR: vring %u: misaligned ring addresses",
+			       a->index);
+			return -EINVAL;
+		}
+		vring_stop(r);
+		r->desc_uaddr = a->desc;
+		r->avail_uaddr = a->avail;
+		r->used_uaddr = a->used;
+		r->addr_set = true;
+		if (d.mem_set && r->num && vring_translate(r, &d.mem)) {
+			logmsg("SET_VRING_ADDR: vring %u: rings outside guest memory",
+			       a->index);
+			r->addr_set = false;
+			return -EFAULT;
+		}
+		start_ready();
+		return 0;
+	}
+	case VU_GET_VRING_BASE:
+		r = msg_ring(msg->state.index, name);
+		if (!r)
+			return 1;
+		/* Stops the ring after the request in progress; it needs a new kick fd. */
+		vring_stop(r);
+		close_fd(&r->kick_fd);
+		msg->state.num = r->last_avail;
+		return vu_reply(d.conn_fd, msg, sizeof(msg->state)) ? 1 : 0;
+	case VU_SET_VRING_KICK:
+	case VU_SET_VRING_CALL:
+	case VU_SET_VRING_ERR:
+		return set_vring_fd(msg, fds, nfds);
+	case VU_SET_VRING_ENABLE:
+		r = msg_ring(msg->state.index, name);
+		if (!r)
+			return -EINVAL;
+		if (msg->state.num > 1) {
+			logmsg("SET_VRING_ENABLE: vring %u: %u is not 0 or 1",
+			       msg->state.index, msg->state.num);
+			return -EINVAL;
+		}
+		r->enable_seen = true;
+		r->enabled = msg->state.num;
+		if (!r->enabled)
+			vring_stop(r);
+		start_ready();
+		return 0;
+	case VU_GET_CONFIG:
+	case VU_GET_INFLIGHT_FD:
+	case VU_GET_MAX_MEM_SLOTS:
+	case VU_GET_STATUS:
+		/* Their protocol features were never offered. */
+		logmsg("%s: not offered; closing the connection", name);
+		return 1;
+	case VU_SET_LOG_BASE:
+	case VU_SET_LOG_FD:
+		logmsg("%s: dirty logging is not supported", name);
+		return -EOPNOTSUPP;
+	default:
+		logmsg("request %u (%s) is not supported", req, name);
+		return -EOPNOTSUPP;
+	}
+}
+
+/* ---- the connection ---- */
+
+static void disconnect(void)
+{
+	/* Ring threads finish the request they serve, then memory goes. */
+	reset_device();
+	d.protocol_features = 0;
+	close_fd(&d.conn_fd);
+	logmsg("connection closed; the guest's inodes and open files were released");
+	write_stats();
+}
+
+/* Returns 1 when the connection is to be closed. */
+static int serve_one(void)
+{
+	static struct vu_msg msg;
+	int fds[VU_MAX_FDS];
+	unsigned int nfds, i;
+	bool need_reply, truncated = false;
+	int ret;
+
+	ret = vu_receive(d.conn_fd, &msg, fds, &nfds, &truncated);
+	if (ret) {
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		return 1;
+	}
+	d.messages++;
+	need_reply = msg.hdr.flags & VU_FLAG_NEED_REPLY;
+	if (verbose)
+		logmsg("<- %s (%u bytes, %u fds)", vu_req_name(msg.hdr.request),
+		       msg.hdr.size, nfds);
+	if (truncated) {
+		logmsg("%s: more than %u file descriptors",
+		       vu_req_name(msg.hdr.request), VU_MAX_FDS);
+		ret = vu_has_reply(msg.hdr.request) ? 1 : -EINVAL;
+	} else {
+		ret = handle(&msg, fds, nfds);
+	}
+	for (i = 0; i < nfds; i++)
+		close_fd(&fds[i]);
+	if (ret)
+		d.refused++;
+	if (ret == 1)
+		return 1;
+	if (ret)
+		logmsg("%s refused: %s", vu_req_name(msg.hdr.request), strerror(-ret));
+	if (need_reply && !vu_has_reply(msg.hdr.request) &&
+	    d.protocol_features & (1ULL << VU_PF_REPLY_ACK))
+		return reply_u64(&msg, ret ? 1 : 0) ? 1 : 0;
+	return 0;
+}
+
+static void accept_one(void)
+{
+	struct timeval tv = { .tv_sec = 5 };
+	int fd;
+
+	fd = accept4(d.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno != EINTR && errno != EAGAIN)
+			logmsg("accept: %m");
+		return;
+	}
+	/* A peer that stops halfway through a message is dropped. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	d.conn_fd = fd;
+	d.connections++;
+	logmsg("connection %" PRIu64 " accepted", d.connections);
+}
+
+/* ---- main ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: " PROG " --socket PATH --shared-dir DIR [options]\n"
+"\n"
+"Serve DIR to a guest as a virtio-fs device with several request queues,\n"
+"over vhost-user on the unix socket PATH. With QEMU:\n"
+"  -object memory-backend-memfd,id=mem,size=4G,share=on -machine memory-backend=mem\n"
+"  -chardev socket,id=fs0,path=PATH\n"
+"  -device vhost-user-fs-pci,chardev=fs0,tag=TAG,num-request-queues=N\n"
+"and in the guest: mount -t virtiofs TAG /mnt\n"
+"\n"
+"Options:\n"
+"  -s, --socket PATH       unix socket to listen on (a stale socket there is\n"
+"                          replaced, any other file is not)\n"
+"  -d, --shared-dir DIR    directory to share; the guest cannot reach outside it\n"
+"  -q, --queues N          request queues, 1-%u (default 1); give QEMU the same\n"
+"                          num-request-queues\n"
+"  -p, --busy-poll US      after a ring runs empty, poll it for US microseconds\n"
+"                          before sleeping on the guest's kick (default 0)\n"
+"  -S, --stats FILE        write counters to FILE every --stats-interval ms and\n"
+"                          at exit (per vring: requests, bytes, errors, ...)\n"
+"  -i, --stats-interval MS default 200\n"
+"  -v, --verbose           log every vhost-user message and refused request\n"
+"  -h, --help              this text\n"
+"\n"
+"One connection is served at a time; when the VMM goes away, the guest's\n"
+"inodes and open files are released and the next connection is accepted.\n"
+"SIGTERM or SIGINT: the rings finish the request they serve, and " PROG " exits 0.\n",
+		MAX_REQUEST_QUEUES);
+}
+
+static int parse_uint(const char *s, unsigned int min, unsigned int max,
+		      unsigned int *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "shared-dir", required_argument, NULL, 'd' },
+		{ "queues", required_argument, NULL, 'q' },
+		{ "busy-poll", required_argument, NULL, 'p' },
+		{ "stats", required_argument, NULL, 'S' },
+		{ "stats-interval", required_argument, NULL, 'i' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct stat st;
+	sigset_t mask;
+	unsigned int i;
+	bool quit = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "s:d:q:p:S:i:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			d.socket_path = optarg;
+			break;
+		case 'd':
+			d.shared_dir = optarg;
+			break;
+		case 'q':
+			if (parse_uint(optarg, 1, MAX_REQUEST_QUEUES, &d.queues)) {
+				logmsg("--queues %s: give 1 to %u", optarg,
+				       MAX_REQUEST_QUEUES);
+				return 2;
+			}
+			break;
+		case 'p':
+			if (parse_uint(optarg, 0, 1000000, &d.busy_poll_us)) {
+				logmsg("--busy-poll %s: give 0 to 1000000 microseconds",
+				       optarg);
+				return 2;
+			}
+			break;
+		case 'S':
+			d.stats_path = optarg;
+			break;
+		case 'i':
+			if (parse_uint(optarg, 10, 3600000, &d.stats_ms)) {
+				logmsg("--stats-interval %s: give 10 to 3600000 ms",
+				       optarg);
+				return 2;
+			}
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		logmsg("unexpected argument '%s' (see --help)", argv[optind]);
+		return 2;
+	}
+	if (!d.socket_path || !d.shared_dir) {
+		logmsg("--socket and --shared-dir are required (see --help)");
+		return 2;
+	}
+	if (stat(d.shared_dir, &st) || !S_ISDIR(st.st_mode)) {
+		logmsg("--shared-dir %s: %s", d.shared_dir,
+		       errno && !S_ISDIR(st.st_mode) ? strerror(errno) :
+		       "not a directory");
+		return 1;
+	}
+	d.nvrings = 1 + d.queues;
+	for (i = 0; i < MAX_VRINGS; i++) {
+		struct vq *r = &d.rings[i];
+
+		r->index = i;
+		r->kick_fd = r->call_fd = r->err_fd = r->stop_fd = -1;
+		pthread_mutex_init(&r->call_lock, NULL);
+	}
+	/* The files the guest opens count against our limit: take the most. */
+	{
+		struct rlimit rl;
+
+		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
+	umask(0);	/* the guest's kernel applied its umask already */
+	if (fuse_setup(d.shared_dir))
+		return 1;
+	if (d.stats_path) {
+		d.stats_fd = open(d.stats_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (d.stats_fd < 0) {
+			logmsg("--stats %s: %m", d.stats_path);
+			return 1;
+		}
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGPIPE);
+	/* Blocked before the ring threads exist, so they inherit the mask. */
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	d.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	d.listen_fd = vu_listen(d.socket_path);
+	if (d.sig_fd < 0 || d.listen_fd < 0)
+		return 1;
+	logmsg("serving %s on %s with %u request queue%s%s", d.shared_dir,
+	       d.socket_path, d.queues, d.queues == 1 ? "" : "s",
+	       d.busy_poll_us ? " (busy-polling)" : "");
+	write_stats();
+
+	while (!quit) {
+		struct pollfd pfd[2] = {
+			{ .fd = d.sig_fd, .events = POLLIN },
+			{ .fd = d.conn_fd >= 0 ? d.conn_fd : d.listen_fd,
+			  .events = POLLIN },
+		};
+		int n = poll(pfd, 2, d.stats_fd >= 0 ? (int)d.stats_ms : -1);
+
+		if (n < 0 && errno != EINTR) {
+			logmsg("poll: %m");
+			break;
+		}
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(d.sig_fd, &si, sizeof(si)) == sizeof(si) &&
+			    (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)) {
+				logmsg("signal %u: finishing the requests in flight and exiting",
+				       si.ssi_signo);
+				quit = true;
+			}
+		} else if (pfd[1].revents) {
+			if (d.conn_fd < 0)
+				accept_one();
+			else if (serve_one())
+				disconnect();
+		}
+		write_stats();
+	}
+	if (d.conn_fd >= 0)
+		disconnect();
+	write_stats();
+	unlink(d.socket_path);
+	return 0;
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * vufsd: a multi-queue vhost-user-fs (virtio-fs) device backend.
+ *
+ * Threads: the main thread owns the vhost-user connection and every piece
+ * of device state; each vring that runs has a thread of its own that pops
+ * descriptor chains, serves the FUSE request in each, and pushes the chain
+ * back. The main thread only changes a vring's state after stopping (and
+ * joining) that vring's thread, so the rings need no locks. The FUSE state
+ * (inodes and open files) is shared by all ring threads and has its own
+ * locks (fuse.c).
+ */
+#ifndef VUFSD_H
+#define VUFSD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define PROG			"vufsd"
+
+#define MAX_REQUEST_QUEUES	64
+#define MAX_VRINGS		(1 + MAX_REQUEST_QUEUES)
+#define MAX_REGIONS		8
+/* A chain longer than this (after indirect tables) is refused. */
+#define MAX_CHAIN_IOV		1024
+
+void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern bool verbose;
+
+/* ---- guest memory (virtq.c) ---- */
+
+struct region {
+	uint64_t gpa;		/* guest-physical start */
+	uint64_t size;
+	uint64_t uaddr;		/* start in the VMM's address space */
+	uint64_t offset;	/* of the region in its fd */
+	void *map;		/* our mapping of the fd, from offset 0 */
+	size_t map_len;
+};
+
+struct memory {
+	unsigned int nregions;
+	struct region regions[MAX_REGIONS];
+};
+
+void *gpa_to_va(const struct memory *m, uint64_t gpa, uint64_t len);
+void *uaddr_to_va(const struct memory *m, uint64_t uaddr, uint64_t len);
+void memory_unmap(struct memory *m);
+
+/* ---- statistics ---- */
+
+/* Written by the vring's thread, read (relaxed) by the stats writer. */
+struct vq_stats {
+	uint64_t requests;	/* chains taken from the ring */
+	uint64_t bytes_in;	/* device-readable bytes in them */
+	uint64_t bytes_out;	/* bytes written to the guest */
+	uint64_t errors;	/* replies carrying an error */
+	uint64_t malformed;	/* chains or requests refused as malformed */
+	uint64_t kicks;		/* wake-ups by the guest's kick */
+	uint64_t notifies;	/* call eventfd signals */
+};
+
+static inline void stat_add(uint64_t *c, uint64_t v)
+{
+	__atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
+}
+
+/* ---- vrings (virtq.c) ---- */
+
+struct vring_desc;
+struct vring_avail;
+struct vring_used;
+
+struct vq {
+	unsigned int index;
+	unsigned int num;
+	/* The VMM's addresses, kept to re-translate after SET_MEM_TABLE. */
+	uint64_t desc_uaddr, avail_uaddr, used_uaddr;
+	bool addr_set;
+	struct vring_desc *desc;
+	struct vring_avail *avail;
+	struct vring_used *used;
+	uint16_t last_avail;	/* next avail entry to take */
+	uint16_t used_idx;	/* our copy of used->idx */
+	bool event_idx;
+	bool enable_seen;	/* a SET_VRING_ENABLE came */
+	bool enabled;
+	int kick_fd;
+	int call_fd;		/* under call_lock: QEMU swaps it while running */
+	int err_fd;
+	pthread_mutex_t call_lock;
+
+	/* The thread, when running. */
+	bool running;
+	bool broken;		/* the ring itself is corrupt: stop serving */
+	int stop_fd;		/* eventfd: the main thread wants it to stop */
+	int stop;		/* atomic */
+	pthread_t thread;
+	unsigned int busy_poll_us;
+	const struct memory *mem;
+	struct vq_stats stats;
+};
+
+/*
+ * One request as the ring thread sees it: the device-readable buffers
+ * (out) and the device-writable buffers (in), in chain order.
+ */
+struct chain {
+	struct iovec *out;
+	unsigned int nout;
+	size_t out_len;
+	struct iovec *in;
+	unsigned int nin;
+	size_t in_len;
+};
+
+int vring_start(struct vq *r);
+void vring_stop(struct vq *r);
+bool vring_ready(const struct vq *r, bool have_mem);
+void vring_reset(struct vq *r);
+int vring_translate(struct vq *r, const struct memory *m);
+
+/* Copies between a flat buffer and an iovec array, starting at skip. */
+size_t iov_to_buf(const struct iovec *iov, unsigned int n, size_t skip,
+		  void *buf, size_t len);
+size_t buf_to_iov(const struct iovec *iov, unsigned int n, size_t skip,
+		  const void *buf, size_t len);
+/* The part of an iovec array past skip bytes, at most len bytes long. */
+unsigned int iov_slice(const struct iovec *iov, unsigned int n, size_t skip,
+		       size_t len, struct iovec *dst, unsigned int max);
+
+/* ---- FUSE (fuse.c) ---- */
+
+/* Per-thread scratch space of a request. */
+struct fuse_ctx {
+	uint8_t *inbuf;		/* copy of the request (without write data) */
+	size_t inbuf_size;
+	uint8_t *outbuf;	/* the reply being built */
+	size_t outbuf_size;
+	struct iovec *scratch;	/* for iov_slice */
+	struct vq_stats *stats;
+};
+
+int fuse_setup(const char *dir);
+int fuse_ctx_init(struct fuse_ctx *c);
+void fuse_ctx_free(struct fuse_ctx *c);
+/* Serves one chain; returns the number of bytes written to the guest. */
+size_t fuse_serve(struct fuse_ctx *c, const struct chain *ch);
+/* Forgets every inode and closes every file: the guest has gone. */
+void fuse_reset(void);
+void fuse_counts(uint64_t *inodes, uint64_t *handles);
+
+#endif
