@@ -12,6 +12,7 @@ PKGS=(
 	fio liburing-dev busybox-static util-linux procps
 	python3-ply python3-git
 	e2fsprogs
+	dbench stress-ng attr
 )
 
 missing=()

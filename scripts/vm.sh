@@ -20,6 +20,16 @@
 #   --qemu ARG             extra QEMU argument; repeatable
 #   --shared-mem           guest RAM in a shared memfd, as vhost-user devices
 #                          (vhost-user-blk-pci, vhost-user-fs-pci) need
+#   --virtiofs SPEC        add a virtio-fs device served by a daemon started on
+#                          the host; repeatable; implies --shared-mem. SPEC is
+#                          tag=T[,queues=N,daemon=vufsd|virtiofsd,poll=US,
+#                          dir=PATH]. The daemon serves DIR (default
+#                          RUNDIR/fs-T, created) on RUNDIR/fs-T.sock; vufsd
+#                          writes its counters to RUNDIR/fs-T.stats (the guest
+#                          reads them as /run/vstor/fs-T.stats) and logs to
+#                          RUNDIR/fs-T.log. After the guest powers off each
+#                          daemon gets SIGTERM; one that does not exit 0 fails
+#                          the run (exit 126 when the command succeeded).
 #   --append ARGS          extra kernel command line
 #   --modules "M..."       modules to load at boot (default virtio_blk; ""
 #                          for none); their options come from --append
@@ -39,7 +49,7 @@ set -euo pipefail
 
 flavor=guest kernel="" cpus=2 mem=2G timeout=1800 append="" rundir=""
 modules=virtio_blk
-disks=() extra=() nodisk=0 sharedmem=0
+disks=() extra=() nodisk=0 sharedmem=0 vfs=()
 while (($#)); do
 	case $1 in
 	--flavor) flavor=$2; shift 2 ;;
@@ -50,6 +60,7 @@ while (($#)); do
 	--no-disk) nodisk=1; shift ;;
 	--qemu) extra+=("$2"); shift 2 ;;
 	--shared-mem) sharedmem=1; shift ;;
+	--virtiofs) vfs+=("$2"); sharedmem=1; shift 2 ;;
 	--append) append+=" $2"; shift 2 ;;
 	--modules) modules=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
@@ -64,11 +75,30 @@ kernel=${kernel:-$(kobj "$flavor")/arch/x86/boot/bzImage}
 [[ -r $kernel ]] || die "no kernel at $kernel: run scripts/build-kernel.sh $flavor"
 ((nodisk)) || ((${#disks[@]})) || disks=(file)
 
+# Daemons of --virtiofs devices; stopped however vm.sh ends.
+vfs_args=() vfs_pids=() vfs_tags=() vfs_kinds=()
+vfs_stop() {
+	local k tag rc
+	for k in "${!vfs_pids[@]}"; do
+		tag=${vfs_tags[$k]}
+		kill -TERM "${vfs_pids[$k]}" 2>/dev/null
+		rc=0
+		if ! timeout 20 tail --pid="${vfs_pids[$k]}" -f /dev/null; then
+			echo "vm: virtiofs daemon for $tag ignored SIGTERM for 20 s; killed" >&2
+			kill -KILL "${vfs_pids[$k]}" 2>/dev/null
+		fi
+		wait "${vfs_pids[$k]}" || rc=$?
+		echo "$rc" >"$rundir/fs-$tag.rc"
+	done
+	vfs_pids=()
+}
+
 if [[ -z $rundir ]]; then
 	mkdir -p "$BUILD/vm"
 	rundir=$(mktemp -d "$BUILD/vm/run.XXXXXX")
-	trap 'rm -rf "$rundir"' EXIT
+	trap 'vfs_stop; rm -rf "$rundir"' EXIT
 else
+	trap 'vfs_stop' EXIT
 	mkdir -p "$rundir"
 	rm -f "$rundir"/{status,output,dmesg,console.log,modroot,modules}
 fi
@@ -153,6 +183,59 @@ for spec in "${disks[@]}"; do
 	i=$((i + 1))
 done
 
+# virtio-fs devices, each with its daemon on the host.
+k=0
+for spec in "${vfs[@]}"; do
+	tag="" queues=1 daemon=vufsd poll=0 dir=""
+	IFS=, read -ra kv <<<"$spec"
+	for o in "${kv[@]}"; do
+		case $o in
+		tag=*) tag=${o#tag=} ;;
+		queues=*) queues=${o#queues=} ;;
+		daemon=vufsd | daemon=virtiofsd) daemon=${o#daemon=} ;;
+		poll=*) poll=${o#poll=} ;;
+		dir=*) dir=${o#dir=} ;;
+		*) die "unknown virtiofs option '$o' in '$spec'" ;;
+		esac
+	done
+	[[ $tag =~ ^[A-Za-z0-9_-]+$ ]] || die "virtiofs needs tag=NAME (letters, digits, - and _): '$spec'"
+	dir=${dir:-$rundir/fs-$tag}
+	mkdir -p "$dir"
+	sock=$rundir/fs-$tag.sock
+	rm -f "$sock" "$rundir/fs-$tag.rc" "$rundir/fs-$tag.stats"
+	case $daemon in
+	vufsd)
+		bin=$BUILD/tools/vufsd
+		make -s -C "$TOP/tools/vufsd" OUT="$BUILD/tools" >&2
+		"$bin" --socket "$sock" --shared-dir "$dir" --queues "$queues" \
+			--busy-poll "$poll" --stats "$rundir/fs-$tag.stats" \
+			>"$rundir/fs-$tag.log" 2>&1 &
+		;;
+	virtiofsd)
+		((queues == 1)) || die "QEMU's virtiofsd serves one request queue, not $queues"
+		/usr/lib/qemu/virtiofsd --socket-path="$sock" -o source="$dir" \
+			-o sandbox=chroot -o cache=auto -o xattr \
+			>"$rundir/fs-$tag.log" 2>&1 &
+		;;
+	esac
+	vfs_pids+=($!)
+	vfs_tags+=("$tag")
+	vfs_kinds+=("$daemon")
+	for _ in $(seq 100); do
+		[[ -S $sock ]] && break
+		kill -0 $! 2>/dev/null || break
+		sleep 0.05
+	done
+	if [[ ! -S $sock ]]; then
+		cat "$rundir/fs-$tag.log" >&2
+		vfs_stop
+		die "virtiofs $tag: $daemon did not start"
+	fi
+	vfs_args+=(-chardev "socket,id=fsc$k,path=$sock"
+		-device "vhost-user-fs-pci,chardev=fsc$k,tag=$tag,num-request-queues=$queues,queue-size=1024")
+	k=$((k + 1))
+done
+
 cmdline="console=ttyS0 root=root rootfstype=9p"
 cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=1048576,cache=loose ro"
 cmdline+=" init=$TOP/scripts/guest-init.sh panic=-1 loglevel=7"
@@ -169,7 +252,7 @@ qemu=(qemu-system-x86_64 "${machine[@]}" "${accel_args[@]}" -smp "$cpus" -m "$me
 	-kernel "$kernel" -append "$cmdline"
 	-virtfs "local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$rundir,mount_tag=vstor,security_model=none"
-	"${disk_args[@]}" "${extra[@]}")
+	"${disk_args[@]}" "${vfs_args[@]}" "${extra[@]}")
 printf '%q ' "${qemu[@]}" >"$rundir/qemu.cmd"
 
 : >"$rundir/output"  # guest-init appends to it
@@ -199,6 +282,7 @@ wait $qpid
 qrc=$?
 wait $tpid 2>/dev/null
 wait $apid 2>/dev/null
+vfs_stop
 set -e
 
 if [[ ! -s $rundir/status ]]; then
@@ -213,4 +297,14 @@ if grep -Eq "$KLOG_BAD" "$rundir/console.log"; then
 	grep -E -B2 -A20 "$KLOG_BAD" "$rundir/console.log" | head -n 80 >&2
 	((rc != 0)) || rc=125
 fi
+# QEMU's virtiofsd dies of SIGTERM (143); ours must exit 0.
+for k in "${!vfs_tags[@]}"; do
+	tag=${vfs_tags[$k]}
+	drc=$(cat "$rundir/fs-$tag.rc" 2>/dev/null || echo unknown)
+	if [[ $drc != 0 && ! (${vfs_kinds[$k]} == virtiofsd && $drc == 143) ]]; then
+		printf 'vm: virtiofs daemon for %s exited with %s; its log:\n' "$tag" "$drc" >&2
+		tail -n 20 "$rundir/fs-$tag.log" >&2
+		((rc != 0)) || rc=126
+	fi
+done
 exit "$rc"

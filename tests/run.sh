@@ -30,6 +30,7 @@ BOOTS=(
 	"pt|--cpus 2 --disk file:queues=2 --disk file --disk file:ro --append virtio_blk.num_poll_queues=1|pt"
 	"vhost|--cpus 2 --disk file:queues=2 --append brd.rd_nr=2 --append brd.rd_size=65536 --append null_blk.nr_devices=1 --append null_blk.memory_backed=1 --append null_blk.gb=1 --append null_blk.discard=1|vhost"
 	"bridge|--cpus 2 --no-disk --append brd.rd_nr=2 --append brd.rd_size=262144|bridge"
+	"virtiofs|--cpus 4 --no-disk --virtiofs tag=fs1,queues=1 --virtiofs tag=fs2,queues=2 --virtiofs tag=fs4,queues=4|virtiofs"
 )
 
 passed=0 failed=0 skipped=0 n=0

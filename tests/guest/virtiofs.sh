@@ -1,0 +1,300 @@
+# virtio-fs with several request queues, served by vufsd (tools/vufsd).
+# The boot (tests/run.sh) starts one vufsd per device on the host through
+# scripts/vm.sh --virtiofs: tags fs1, fs2 and fs4 with 1, 2 and 4 request
+# queues, on a 4-CPU guest. Each daemon's counters are in
+# /run/vstor/fs-TAG.stats and its shared directory is /run/vstor/fs-TAG,
+# which this guest also sees over 9p: the host's own view of the files.
+# shellcheck shell=bash
+
+VF=/tmp/vf
+VF_TAGS=(fs1 fs2 fs4)
+
+# vf_queues TAG: the request queues the boot gave TAG (from its stats file).
+vf_queues() { echo $(($(awk '$1 == "queues" { print $2 }' "/run/vstor/fs-$1.stats") - 1)); }
+
+vf_mount() {
+	mkdir -p "$VF/$1"
+	mountpoint -q "$VF/$1" && return 0
+	mount -t virtiofs "$1" "$VF/$1" || fail "cannot mount virtiofs $1"
+}
+
+# vf_sysfs TAG: the device's directory under /sys/fs/virtiofs.
+vf_sysfs() {
+	local d
+	for d in /sys/fs/virtiofs/*/; do
+		[[ $(cat "$d/tag" 2>/dev/null) == "$1" ]] && { echo "${d%/}"; return 0; }
+	done
+	return 1
+}
+
+# vf_cpus LIST: "0, 2, 3" or "0-1,3" -> "0 2 3".
+vf_cpus() {
+	local part out=()
+	for part in ${1//,/ }; do
+		if [[ $part == *-* ]]; then
+			out+=($(seq "${part%-*}" "${part#*-}"))
+		else
+			out+=("$part")
+		fi
+	done
+	echo "${out[*]}"
+}
+
+# vf_sync TAG: wait for the daemon to write its counters twice, so they
+# cover every request that completed before the call.
+vf_sync() {
+	local f=/run/vstor/fs-$1.stats seq i
+	seq=$(awk '$1 == "seq" { print $2 }' "$f")
+	for ((i = 0; i < 200; i++)); do
+		(($(awk '$1 == "seq" { print $2 }' "$f") >= seq + 2)) && return 0
+		sleep 0.05
+	done
+	fail "vufsd for $1 stopped updating $f"
+}
+
+# vf_counter TAG VQ FIELD: one per-vring counter.
+vf_counter() {
+	awk -v q="$2" -v f="$3" '$1 == "vq" && $2 == q {
+		for (i = 3; i < NF; i += 2) if ($i == f) print $(i + 1) }' \
+		"/run/vstor/fs-$1.stats"
+}
+
+# vf_snapshot TAG: "requests bytes_in bytes_out" of each vring, one per line.
+vf_snapshot() {
+	vf_sync "$1" || return 1
+	awk '$1 == "vq" { print $4, $6, $8 }' "/run/vstor/fs-$1.stats"
+}
+
+# vf_queue_of TAG CPU: the request queue (sysfs mqs index, = daemon vring)
+# whose cpu_list has CPU.
+vf_queue_of() {
+	local sys q
+	sys=$(vf_sysfs "$1") || return 1
+	for q in "$sys"/mqs/*; do
+		[[ $(cat "$q/name") == requests.* ]] || continue
+		[[ " $(vf_cpus "$(cat "$q/cpu_list")") " == *" $2 "* ]] && { basename "$q"; return 0; }
+	done
+	return 1
+}
+
+desc_vf_mount="devices with 1, 2 and 4 request queues mount; each shows hiprio plus N request queues in sysfs, its daemon counts the connection, and files written on either side are seen on the other"
+vf_mount_all() {
+	local tag sys n want q names
+	for tag in "${VF_TAGS[@]}"; do
+		vf_mount "$tag" || return 1
+		sys=$(vf_sysfs "$tag") || { fail "$tag: not in /sys/fs/virtiofs"; return 1; }
+		n=$(vf_queues "$tag")
+		want="hiprio"
+		for ((q = 0; q < n; q++)); do want+=" requests.$q"; done
+		names=$(for q in $(ls "$sys/mqs" | sort -n); do cat "$sys/mqs/$q/name"; done | xargs)
+		expect_eq "$tag queues in sysfs" "$names" "$want" || return 1
+		expect_eq "$tag connected" "$(awk '$1 == "connected" { print $2 }' "/run/vstor/fs-$tag.stats")" 1 || return 1
+		echo "from the host side" >"/run/vstor/fs-$tag/host.txt"
+		expect_eq "$tag host file" "$(cat "$VF/$tag/host.txt")" "from the host side" || return 1
+		echo "from the guest" >"$VF/$tag/guest.txt"
+		sync "$VF/$tag/guest.txt"
+		expect_eq "$tag guest file on the host" "$(cat "/run/vstor/fs-$tag/guest.txt")" "from the guest" || return 1
+		note "$tag: $names"
+	done
+}
+
+desc_vf_cpu_list="each device's cpu_list: hiprio lists every CPU; the request queues split the CPUs evenly with each CPU on exactly one queue; each request queue's list equals the affinity of its MSI-X vector"
+vf_cpu_list() {
+	local tag sys q n cpus all seen lists min max
+	all=$(seq 0 $(($(nproc) - 1)) | xargs)
+	for tag in "${VF_TAGS[@]}"; do
+		sys=$(vf_sysfs "$tag") || return 1
+		n=$(vf_queues "$tag")
+		expect_eq "$tag hiprio cpu_list" "$(vf_cpus "$(cat "$sys/mqs/0/cpu_list")")" "$all" || return 1
+		seen="" lists="" min=999 max=0
+		for ((q = 1; q <= n; q++)); do
+			cpus=$(vf_cpus "$(cat "$sys/mqs/$q/cpu_list")")
+			seen+=" $cpus"
+			lists+=" [$cpus]"
+			set -- $cpus
+			(($# < min)) && min=$#
+			(($# > max)) && max=$#
+		done
+		expect_eq "$tag CPUs over the request queues" "$(echo $seen | tr ' ' '\n' | sort -n | xargs)" "$all" || return 1
+		((max - min <= 1)) || { fail "$tag: uneven split$lists"; return 1; }
+		note "$tag: hiprio [$all], request queues$lists"
+	done
+	vf_irq_affinity
+}
+
+# Every request queue's cpu_list equals the affinity of its interrupt:
+# virtio-pci gives each request queue an MSI-X vector spread over the CPUs,
+# and virtio_fs maps CPUs to queues from those affinities.
+vf_irq_affinity() {
+	local tag sys q n vdev irq aff cpus
+	for tag in "${VF_TAGS[@]}"; do
+		sys=$(vf_sysfs "$tag") || return 1
+		n=$(vf_queues "$tag")
+		# /sys/fs/virtiofs/K belongs to virtio device virtioK.
+		vdev=virtio$(basename "$sys")
+		[[ -e /sys/bus/virtio/devices/$vdev ]] || { fail "$tag: no virtio device $vdev"; return 1; }
+		for ((q = 1; q <= n; q++)); do
+			irq=$(awk -v name="$vdev-requests.$((q - 1))" '$NF == name { sub(":", "", $1); print $1 }' /proc/interrupts)
+			if [[ -z $irq ]]; then
+				grep virtio /proc/interrupts | awk '{ print $1, $NF }'
+				fail "$tag: no interrupt named $vdev-requests.$((q - 1))"
+				return 1
+			fi
+			aff=$(vf_cpus "$(cat "/proc/irq/$irq/smp_affinity_list")")
+			cpus=$(vf_cpus "$(cat "$sys/mqs/$q/cpu_list")")
+			expect_eq "$tag queue $q: cpu_list vs IRQ $irq affinity" "$cpus" "$aff" || return 1
+		done
+	done
+}
+
+desc_vf_pinned="I/O pinned to each CPU arrives, by vufsd's per-queue counters, on the request queue that CPU maps to (fs2 and fs4; O_DIRECT reads and writes of 64 KiB)"
+vf_pinned() {
+	local tag cpu q before after i line other
+	for tag in fs2 fs4; do
+		dd if=/dev/urandom of="$VF/$tag/pinned" bs=1M count=4 status=none || return 1
+		sync
+		for ((cpu = 0; cpu < $(nproc); cpu++)); do
+			q=$(vf_queue_of "$tag" "$cpu") || { fail "$tag: CPU $cpu is on no queue"; return 1; }
+			mapfile -t before < <(vf_snapshot "$tag")
+			taskset -c "$cpu" dd if="$VF/$tag/pinned" of=/dev/null bs=64k count=64 iflag=direct status=none || return 1
+			taskset -c "$cpu" dd if=/dev/zero of="$VF/$tag/pinned-$cpu" bs=64k count=32 oflag=direct status=none || return 1
+			mapfile -t after < <(vf_snapshot "$tag")
+			other=0
+			for ((i = 1; i < ${#after[@]}; i++)); do
+				read -r r0 i0 o0 <<<"${before[$i]}"
+				read -r r1 i1 o1 <<<"${after[$i]}"
+				line="vq $i: +$((r1 - r0)) requests, +$((i1 - i0)) bytes in, +$((o1 - o0)) bytes out"
+				if ((i == q)); then
+					note "$tag CPU $cpu -> $line (mapped)"
+					((o1 - o0 >= 64 * 65536)) || { fail "$tag CPU $cpu: queue $q returned $((o1 - o0)) bytes, want the 4 MiB read"; return 1; }
+					((i1 - i0 >= 32 * 65536)) || { fail "$tag CPU $cpu: queue $q took $((i1 - i0)) bytes, want the 2 MiB written"; return 1; }
+				else
+					other=$((other + i1 - i0 + o1 - o0))
+				fi
+			done
+			((other < 65536)) || { fail "$tag CPU $cpu: $other bytes went through queues other than $q"; return 1; }
+		done
+		rm -f "$VF/$tag"/pinned*
+	done
+}
+
+desc_vf_fio_verify="fio crc32c verify on fs4, one job pinned per CPU (random 4k-256k writes, then reads back): data intact, and every request queue carried data"
+vf_fio_verify() {
+	local before after i n=$(nproc)
+	mkdir -p "$VF/fs4/fio"
+	mapfile -t before < <(vf_snapshot fs4)
+	fio_json /tmp/vf-fio.json --name=vfverify --directory="$VF/fs4/fio" \
+		--numjobs="$n" --cpus_allowed="0-$((n - 1))" --cpus_allowed_policy=split \
+		--rw=randwrite --bsrange=4k-256k --size=16M --direct=1 \
+		--ioengine=psync --verify=crc32c --verify_fatal=1 --group_reporting || return 1
+	mapfile -t after < <(vf_snapshot fs4)
+	for ((i = 1; i < ${#after[@]}; i++)); do
+		read -r r0 i0 o0 <<<"${before[$i]}"
+		read -r r1 i1 o1 <<<"${after[$i]}"
+		note "fs4 vq $i: +$((r1 - r0)) requests, +$((i1 - i0)) bytes in, +$((o1 - o0)) bytes out"
+		((i1 - i0 >= 8 << 20 && o1 - o0 >= 8 << 20)) ||
+			{ fail "queue $i carried less than 8 MiB each way during the verify"; return 1; }
+	done
+	rm -rf "$VF/fs4/fio"
+}
+
+desc_vf_ops="file operations through the guest kernel match the host's view of the directory (over 9p): create, append, rename and rename over, hard and symbolic links, chmod, truncate, fallocate, SEEK_DATA/SEEK_HOLE, xattrs, 2000-entry readdir, statfs, unlink and rmdir"
+vf_ops() {
+	local m=$VF/fs2/ops h=/run/vstor/fs-fs2/ops i
+	rm -rf "$m"
+	mkdir -p "$m/d" "$m/e" || return 1
+	printf 'one\n' >"$m/f" && printf 'two\n' >>"$m/f"
+	expect_eq "append (host)" "$(cat "$h/f")" $'one\ntwo' || return 1
+	mv "$m/f" "$m/d/g" && echo other >"$m/o" && mv "$m/o" "$m/d/g" || return 1
+	expect_eq "rename over (host)" "$(cat "$h/d/g")" other || return 1
+	[[ ! -e $h/f && ! -e $h/o ]] || { fail "renamed names still on the host"; return 1; }
+	ln "$m/d/g" "$m/hard" && ln -s d/g "$m/soft" || return 1
+	expect_eq "link count (host)" "$(stat -c %h "$h/d/g")" 2 || return 1
+	expect_eq "symlink text (host)" "$(readlink "$h/soft")" d/g || return 1
+	expect_eq "read through the symlink" "$(cat "$m/soft")" other || return 1
+	chmod 0640 "$m/hard" || return 1
+	expect_eq "chmod (host)" "$(stat -c %a "$h/d/g")" 640 || return 1
+	truncate -s 3 "$m/d/g" || return 1
+	expect_eq "truncate (host)" "$(stat -c %s "$h/d/g")" 3 || return 1
+	fallocate -l 1M "$m/falloc" || return 1
+	expect_eq "fallocate size (host)" "$(stat -c %s "$h/falloc")" 1048576 || return 1
+	/usr/bin/python3 - "$m/sparse" <<'PY' || return 1
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+os.pwrite(fd, b"x" * 4096, 1 << 20)
+data = os.lseek(fd, 0, os.SEEK_DATA)
+hole = os.lseek(fd, 1 << 20, os.SEEK_HOLE)
+assert data == 1 << 20, f"SEEK_DATA found {data}"
+assert hole == (1 << 20) + 4096, f"SEEK_HOLE found {hole}"
+os.setxattr(sys.argv[1], "user.vstor", b"value")
+assert os.getxattr(sys.argv[1], "user.vstor") == b"value"
+assert "user.vstor" in os.listxattr(sys.argv[1])
+os.removexattr(sys.argv[1], "user.vstor")
+assert "user.vstor" not in os.listxattr(sys.argv[1])
+PY
+	for ((i = 0; i < 2000; i++)); do : >"$m/e/n$i"; done
+	expect_eq "readdir count" "$(ls "$m/e" | wc -l)" 2000 || return 1
+	expect_eq "readdir names" "$(ls "$m/e" | sort | md5sum)" "$(ls "$h/e" | sort | md5sum)" || return 1
+	# 9p reports bigger blocks; the file system's size in MiB is the same.
+	expect_eq "statfs size (MiB)" "$(($(stat -f -c '%b * %S' "$m") >> 20))" "$(($(stat -f -c '%b * %S' "$h") >> 20))" || return 1
+	rm "$m/hard" "$m/soft" && rm -r "$m/e" || return 1
+	[[ ! -e $h/e && ! -e $h/hard ]] || { fail "removed names still on the host"; return 1; }
+	rm -rf "$m"
+	[[ ! -e $h ]] || fail "rm -rf left $h on the host"
+}
+
+desc_vf_dbench="dbench (Debian's, its client.txt load) with one client per CPU on fs4 for 20 s: every operation succeeds"
+vf_dbench() {
+	local out
+	command -v dbench >/dev/null || { echo "dbench is not installed"; return 4; }
+	mkdir -p "$VF/fs4/dbench"
+	if ! out=$(dbench -D "$VF/fs4/dbench" -t 20 "$(nproc)" 2>&1); then
+		printf '%s\n' "$out" | tail -n 20
+		fail "dbench failed"
+		return 1
+	fi
+	printf '%s\n' "$out" | grep -E "^ Operation|^ *[A-Z][a-zA-Z]+ +[0-9]+ |^Throughput" | head -n 20
+	printf '%s\n' "$out" | grep -q "^Throughput" || { fail "dbench printed no throughput"; return 1; }
+	rm -rf "$VF/fs4/dbench"
+}
+
+desc_vf_stress="stress-ng filesystem stressors (dir, dentry, rename, link, symlink, hdd with verify, fallocate, readahead) on fs2 for 15 s: no failures"
+vf_stress() {
+	local out
+	command -v stress-ng >/dev/null || { echo "stress-ng is not installed"; return 4; }
+	mkdir -p "$VF/fs2/stress"
+	if ! out=$(cd "$VF/fs2/stress" && stress-ng --temp-path . --timeout 15s --verify \
+		--dir 1 --dentry 1 --rename 1 --link 1 --symlink 1 --hdd 1 \
+		--hdd-bytes 8M --fallocate 1 --readahead 1 --readahead-bytes 8M \
+		--metrics-brief 2>&1); then
+		printf '%s\n' "$out" | tail -n 30
+		fail "stress-ng failed"
+		return 1
+	fi
+	printf '%s\n' "$out" | grep -vE "setting to|dispatching|metrc: .*stressor" | sed 's/^stress-ng: [a-z]*: *\[[0-9]*\] //' | tail -n 14
+	printf '%s\n' "$out" | grep -q "successful run completed" || { fail "stress-ng did not report a successful run"; return 1; }
+	rm -rf "$VF/fs2/stress"
+}
+
+desc_vf_umount="after every test, unmounting releases all the guest's inodes and open files in vufsd (DESTROY); malformed requests stayed 0 throughout; a remount sees the data"
+vf_umount() {
+	local tag inodes handles mal
+	for tag in "${VF_TAGS[@]}"; do
+		echo "kept $tag" >"$VF/$tag/kept"
+		umount "$VF/$tag" || { fail "cannot unmount $tag"; return 1; }
+		vf_sync "$tag" || return 1
+		inodes=$(awk '$1 == "inodes" { print $2 }' "/run/vstor/fs-$tag.stats")
+		handles=$(awk '$1 == "handles" { print $2 }' "/run/vstor/fs-$tag.stats")
+		mal=$(awk '$1 == "vq" { s += $12 } END { print s + 0 }' "/run/vstor/fs-$tag.stats")
+		note "$tag after umount: $inodes inodes, $handles open files, $mal malformed"
+		expect_eq "$tag inodes after umount" "$inodes" 1 || return 1
+		expect_eq "$tag open files after umount" "$handles" 0 || return 1
+		expect_eq "$tag malformed requests" "$mal" 0 || return 1
+		vf_mount "$tag" || return 1
+		expect_eq "$tag data after remount" "$(cat "$VF/$tag/kept")" "kept $tag" || return 1
+		umount "$VF/$tag"
+	done
+}
+
+TESTS=(vf_mount_all vf_cpu_list vf_pinned vf_fio_verify vf_ops vf_dbench vf_stress vf_umount)
+desc_vf_mount_all=$desc_vf_mount
