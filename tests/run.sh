@@ -76,6 +76,20 @@ step "build: test tools" make -s -C "$TOP/tests/tools" OUT="$BUILD/tools"
 step "build: fio with cmd_type=vblk (Debian's fio 3.33 + tools/fio)" "$TOP/scripts/build-fio.sh"
 step "fio: cmd_type=vblk host-side checks (tools/fio/host-check.sh)" "$TOP/tools/fio/host-check.sh"
 
+# vufsd (tools/vufsd) against a scripted vhost-user-fs front end on the host:
+# one result per scenario; the failing checks are printed.
+mkdir -p "$BUILD/logs"
+for scen in ops queues malformed escape disconnect reset; do
+	log=$BUILD/logs/vufs-$scen.log
+	if timeout 600 /usr/bin/python3 "$TOP/tests/tools/vufs_test.py" --daemon vufsd \
+		--bin "$BUILD/tools/vufsd" --queues 2 "$scen" >"$log" 2>&1; then
+		result OK "vufsd: $scen ($(tail -n 1 "$log"))"
+	else
+		grep -E "^not ok|Traceback|Error" "$log" | head -n 20 | sed 's/^/# /'
+		result FAIL "vufsd: $scen ($(tail -n 1 "$log"), see $log)"
+	fi
+done
+
 # Series hygiene, one result per patch.
 while read -r line; do
 	case $line in

@@ -1,17 +1,19 @@
-"""A vhost-user-blk frontend (a fake VMM) in stdlib Python 3.11.
+"""A vhost-user frontend (a fake VMM) in stdlib Python 3.11.
 
 Speaks the vhost-user protocol (QEMU docs/interop/vhost-user.rst) over a
-unix socket to any vhost-user-blk backend, shares guest memory with it as a
-memfd, and drives virtio-blk requests through split virtqueues in that
-memory. It exists to test backends without QEMU: every message can also be
-sent malformed (Connection.send_raw), and nothing waits without a timeout.
+unix socket to a vhost-user backend, shares guest memory with it as a
+memfd, and drives requests through split virtqueues in that memory. It
+exists to test backends without QEMU: every message can also be sent
+malformed (Connection.send_raw), every ring can be broken
+(Virtqueue.add_descs), and nothing waits without a timeout.
 
 Layers, each usable on its own:
   Connection   the messages (header, payload, SCM_RIGHTS fds, REPLY_ACK)
   GuestMemory  one memfd shown to the backend as two regions
   Virtqueue    a split ring in guest memory with kick and call eventfds
-  BlkDevice    QEMU's set-up, stop and restart sequences plus virtio-blk
-               requests (BlkRequest)
+  Device       QEMU's set-up, stop and restart sequences, of no device type
+  BlkDevice    a Device plus virtio-blk's config space and requests
+               (BlkRequest); fuse_proto.FsDevice is the virtio-fs one
 """
 import enum
 import mmap
@@ -579,6 +581,28 @@ class Virtqueue:
                 nxt = ids[i + 1]
             self.mem.write(self.desc + 16 * ids[i],
                            DESC.pack(addr, length, flags, nxt))
+        return self._publish(ids, token, table)
+
+    def add_descs(self, descs, token):
+        """Make a hand-made chain available (for malformed rings): `descs`
+        are (addr, length, flags, next) written as they are, except that a
+        `next` that is a position in `descs` is translated to the
+        descriptor id that entry got (any other value is written as it
+        is). descs[0] is the head. Returns the head; not kicked."""
+        if len(descs) > len(self.free_desc):
+            raise VhostUserError(
+                f"vring {self.index}: {len(descs)} descriptors wanted, "
+                f"{len(self.free_desc)} free")
+        ids = [self.free_desc.pop() for _ in descs]
+        for i, (addr, length, flags, nxt) in enumerate(descs):
+            self.mem.write(self.desc + 16 * ids[i],
+                           DESC.pack(addr, length, flags,
+                                     ids[nxt] if 0 <= nxt < len(ids)
+                                     else nxt))
+        return self._publish(ids, token, None)
+
+    def _publish(self, ids, token, table):
+        """Put the chain headed by ids[0] in the avail ring."""
         head = ids[0]
         self.pending[head] = (token, ids, table)
         self._w16(self.avail + 4 + 2 * (self.avail_idx % self.size), head)
@@ -658,6 +682,192 @@ def wait_any(vqs, timeout=TIMEOUT):
                 os.eventfd_read(fd)
             except BlockingIOError:
                 pass
+
+
+# --- a device of any type ----------------------------------------------------
+
+class Device:
+    """A virtio device behind a vhost-user connection, set up as QEMU does
+    it, with nothing of a device type: `want` is the virtio features the
+    driver accepts (the negotiated ones are in `features`), `want_protocol`
+    likewise, `queues` the vrings wanted. Subclasses add the device's own
+    messages (configure()) and requests.
+
+    A request is any object with chain(), its (gpa, length,
+    device_writable) segments, and complete(used_len); submit() sets its
+    .queue, the vring index.
+    """
+
+    def __init__(self, path, queues=1, queue_size=128, want=0,
+                 want_protocol=0, timeout=TIMEOUT, mem=None):
+        self.path = path
+        self.queues_wanted = queues
+        self.queue_size = queue_size
+        self.want = want
+        self.want_protocol = want_protocol
+        self.timeout = timeout
+        self.own_mem = mem is None
+        self.mem = GuestMemory() if mem is None else mem
+        self.conn = Connection(path, timeout)
+        self.vqs = []
+        self.features = self.offered = 0
+        self.protocol = self.offered_protocol = 0
+        self.queue_num = 1
+        self.nqueues = 0
+
+    def close(self):
+        """Close the socket; the rings and memory stay (the backend may still
+        be writing into them) until the memory is closed."""
+        self.conn.close()
+        for vq in self.vqs:
+            if vq.kick_fd is not None:
+                vq.close()
+        if self.own_mem:
+            self.mem.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def has(self, feature):
+        return bit(self.features, feature)
+
+    # --- control path ------------------------------------------------------
+
+    def negotiate(self, early_features=False):
+        """QEMU 7.2's order (vhost_user_backend_init, vhost_dev_init, then
+        the device's realize). SET_FEATURES waits for start(), unless
+        `early_features` also sends it right after GET_FEATURES."""
+        c = self.conn
+        self.offered = c.get_features()
+        self.features = (self.offered & self.want) | (
+            self.offered & 1 << F_PROTOCOL_FEATURES)
+        if early_features:
+            c.set_features(self.features)
+        if bit(self.offered, F_PROTOCOL_FEATURES):
+            self.offered_protocol = c.get_protocol_features()
+            self.protocol = self.offered_protocol & self.want_protocol
+            c.set_protocol_features(self.protocol)
+        if bit(self.protocol, PROTO_MQ):
+            self.queue_num = c.get_queue_num()
+        c.set_owner()
+        self.configure()
+        self.nqueues = self.queue_count()
+
+    def configure(self):
+        """The device type's messages after SET_OWNER (GET_CONFIG...)."""
+
+    def queue_count(self):
+        """The vrings to set up: as many as wanted, at most GET_QUEUE_NUM's
+        answer (1 without MQ)."""
+        return min(self.queues_wanted, self.queue_num)
+
+    def _send_ring(self, vq, base):
+        c = self.conn
+        c.set_vring_num(vq.index, vq.size)
+        c.set_vring_base(vq.index, base)
+        c.set_vring_addr(vq.index, *vq.addresses())
+        c.set_vring_kick(vq.index, vq.kick_fd)
+        c.set_vring_call(vq.index, vq.call_fd)
+
+    def start(self, bases=None, base=0):
+        """SET_FEATURES, SET_MEM_TABLE and the vrings, as QEMU's
+        vhost_dev_start does (also after a stop or a reset).
+
+        With `bases` the existing rings restart from those indexes (after
+        stop()); otherwise fresh rings are made, starting at `base`.
+        """
+        c = self.conn
+        c.set_features(self.features)
+        c.set_mem_table(self.mem.table(), self.mem.fds())
+        if bases is None:
+            self.vqs = [Virtqueue(self.mem, i, self.queue_size,
+                                  self.has(F_RING_EVENT_IDX), base)
+                        for i in range(self.nqueues)]
+            bases = [base] * self.nqueues
+        for vq, b in zip(self.vqs, bases):
+            self._send_ring(vq, b)
+        if bit(self.features, F_PROTOCOL_FEATURES):
+            for vq in self.vqs:
+                c.set_vring_enable(vq.index, True)
+
+    def setup(self, base=0, early_features=False):
+        self.negotiate(early_features=early_features)
+        self.start(base=base)
+
+    def stop(self):
+        """Disable every vring and read back its base (QEMU's vhost stop)."""
+        if bit(self.features, F_PROTOCOL_FEATURES):
+            for vq in self.vqs:
+                self.conn.set_vring_enable(vq.index, False)
+        return [self.conn.get_vring_base(vq.index) for vq in self.vqs]
+
+    def restart(self, bases):
+        self.start(bases=bases)
+
+    def stop_ring(self, index):
+        """stop() for one vring: disable it, return its base."""
+        if bit(self.features, F_PROTOCOL_FEATURES):
+            self.conn.set_vring_enable(index, False)
+        return self.conn.get_vring_base(index)
+
+    def restart_ring(self, index, base):
+        """Give one vring stopped by stop_ring() back, from `base`."""
+        self._send_ring(self.vqs[index], base)
+        if bit(self.features, F_PROTOCOL_FEATURES):
+            self.conn.set_vring_enable(index, True)
+
+    def reset(self, use_reset_device=None):
+        """RESET_DEVICE when negotiated (or asked), else RESET_OWNER, then
+        forget the rings (their memory stays allocated)."""
+        if use_reset_device is None:
+            use_reset_device = bit(self.protocol, PROTO_RESET_DEVICE)
+        if use_reset_device:
+            self.conn.reset_device()
+        else:
+            self.conn.reset_owner()
+        for vq in self.vqs:
+            vq.close()
+        self.vqs = []
+
+    # --- data path ---------------------------------------------------------
+
+    def submit(self, req, queue=0, indirect=False, kick=True):
+        req.queue = queue
+        self.vqs[queue].add(req.chain(), req, indirect)
+        if kick:
+            self.vqs[queue].kick()
+        return req
+
+    def run(self, reqs, indirect=False, depth=None):
+        """Submit `reqs` (each with .queue set), at most `depth` in flight
+        per queue, and wait for all of them; returns reqs."""
+        by_queue = {}
+        for r in reqs:
+            by_queue.setdefault(r.queue, []).append(r)
+        inflight = {q: 0 for q in by_queue}
+        left = {q: list(rs) for q, rs in by_queue.items()}
+        done = 0
+        deadline = time.monotonic() + self.timeout
+        while done < len(reqs):
+            for q, rs in left.items():
+                while rs and (depth is None or inflight[q] < depth):
+                    self.submit(rs.pop(0), q, indirect, kick=False)
+                    inflight[q] += 1
+                self.vqs[q].kick()
+            left_s = deadline - time.monotonic()
+            if left_s <= 0:
+                raise TimeoutError(
+                    f"{len(reqs) - done} requests not completed")
+            for vq, req, length in wait_any(
+                    [self.vqs[q] for q in by_queue], left_s):
+                req.complete(length)
+                inflight[vq.index] -= 1
+                done += 1
+            deadline = time.monotonic() + self.timeout
+        return reqs
 
 
 # --- virtio-blk --------------------------------------------------------------
@@ -777,7 +987,7 @@ class BlkRequest:
         self.segs = []
 
 
-class BlkDevice:
+class BlkDevice(Device):
     """A virtio-blk device behind a vhost-user connection, set up as QEMU
     does it. `want` is the virtio features the driver accepts; the
     negotiated ones are in `features`."""
@@ -785,158 +995,25 @@ class BlkDevice:
     def __init__(self, path, queues=1, queue_size=128, want=BLK_FEATURES,
                  want_protocol=BLK_PROTOCOL_FEATURES, timeout=TIMEOUT,
                  mem=None):
-        self.path = path
-        self.queues_wanted = queues
-        self.queue_size = queue_size
-        self.want = want
-        self.want_protocol = want_protocol
-        self.timeout = timeout
-        self.own_mem = mem is None
-        self.mem = GuestMemory() if mem is None else mem
-        self.conn = Connection(path, timeout)
-        self.vqs = []
-        self.features = self.offered = 0
-        self.protocol = self.offered_protocol = 0
-        self.queue_num = 1
+        super().__init__(path, queues, queue_size, want, want_protocol,
+                         timeout, mem)
         self.config = None
-        self.nqueues = 0
 
-    def close(self):
-        """Close the socket; the rings and memory stay (the backend may still
-        be writing into them) until the memory is closed."""
-        self.conn.close()
-        for vq in self.vqs:
-            if vq.kick_fd is not None:
-                vq.close()
-        if self.own_mem:
-            self.mem.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def has(self, feature):
-        return bit(self.features, feature)
-
-    # --- control path ------------------------------------------------------
-
-    def negotiate(self, early_features=False):
-        """QEMU 7.2's order (vhost_user_backend_init, vhost_dev_init, then
-        vhost-user-blk's realize). SET_FEATURES waits for start(), unless
-        `early_features` also sends it right after GET_FEATURES."""
-        c = self.conn
-        self.offered = c.get_features()
-        self.features = (self.offered & self.want) | (
-            self.offered & 1 << F_PROTOCOL_FEATURES)
-        if early_features:
-            c.set_features(self.features)
-        if bit(self.offered, F_PROTOCOL_FEATURES):
-            self.offered_protocol = c.get_protocol_features()
-            self.protocol = self.offered_protocol & self.want_protocol
-            c.set_protocol_features(self.protocol)
-        if bit(self.protocol, PROTO_MQ):
-            self.queue_num = c.get_queue_num()
-        c.set_owner()
+    def configure(self):
         if bit(self.protocol, PROTO_CONFIG):
-            self.config = BlkConfig(c.get_config(0, BlkConfig.SIZE))
-        self.nqueues = min(self.queues_wanted, self.queue_num)
+            self.config = BlkConfig(self.conn.get_config(0, BlkConfig.SIZE))
+
+    def queue_count(self):
+        n = super().queue_count()
         if self.config and self.has(F_BLK_MQ):
-            self.nqueues = min(self.nqueues, self.config.num_queues)
-
-    def start(self, bases=None, base=0):
-        """SET_FEATURES, SET_MEM_TABLE and the vrings, as QEMU's
-        vhost_dev_start does (also after a stop or a reset).
-
-        With `bases` the existing rings restart from those indexes (after
-        stop()); otherwise fresh rings are made, starting at `base`.
-        """
-        c = self.conn
-        c.set_features(self.features)
-        c.set_mem_table(self.mem.table(), self.mem.fds())
-        if bases is None:
-            self.vqs = [Virtqueue(self.mem, i, self.queue_size,
-                                  self.has(F_RING_EVENT_IDX), base)
-                        for i in range(self.nqueues)]
-            bases = [base] * self.nqueues
-        for vq, b in zip(self.vqs, bases):
-            c.set_vring_num(vq.index, vq.size)
-            c.set_vring_base(vq.index, b)
-            c.set_vring_addr(vq.index, *vq.addresses())
-            c.set_vring_kick(vq.index, vq.kick_fd)
-            c.set_vring_call(vq.index, vq.call_fd)
-        if bit(self.features, F_PROTOCOL_FEATURES):
-            for vq in self.vqs:
-                c.set_vring_enable(vq.index, True)
-
-    def setup(self, base=0, early_features=False):
-        self.negotiate(early_features=early_features)
-        self.start(base=base)
-
-    def stop(self):
-        """Disable every vring and read back its base (QEMU's vhost stop)."""
-        if bit(self.features, F_PROTOCOL_FEATURES):
-            for vq in self.vqs:
-                self.conn.set_vring_enable(vq.index, False)
-        return [self.conn.get_vring_base(vq.index) for vq in self.vqs]
-
-    def restart(self, bases):
-        self.start(bases=bases)
-
-    def reset(self, use_reset_device=None):
-        """RESET_DEVICE when negotiated (or asked), else RESET_OWNER, then
-        forget the rings (their memory stays allocated)."""
-        if use_reset_device is None:
-            use_reset_device = bit(self.protocol, PROTO_RESET_DEVICE)
-        if use_reset_device:
-            self.conn.reset_device()
-        else:
-            self.conn.reset_owner()
-        for vq in self.vqs:
-            vq.close()
-        self.vqs = []
+            n = min(n, self.config.num_queues)
+        return n
 
     # --- data path ---------------------------------------------------------
 
     def request(self, rtype, sector=0, nbytes=0, nseg=1, data=None,
                 payload=None):
         return BlkRequest(self.mem, rtype, sector, nbytes, nseg, data, payload)
-
-    def submit(self, req, queue=0, indirect=False, kick=True):
-        req.queue = queue
-        self.vqs[queue].add(req.chain(), req, indirect)
-        if kick:
-            self.vqs[queue].kick()
-        return req
-
-    def run(self, reqs, indirect=False, depth=None):
-        """Submit `reqs` (each with .queue set), at most `depth` in flight
-        per queue, and wait for all of them; returns reqs."""
-        by_queue = {}
-        for r in reqs:
-            by_queue.setdefault(r.queue, []).append(r)
-        inflight = {q: 0 for q in by_queue}
-        left = {q: list(rs) for q, rs in by_queue.items()}
-        done = 0
-        deadline = time.monotonic() + self.timeout
-        while done < len(reqs):
-            for q, rs in left.items():
-                while rs and (depth is None or inflight[q] < depth):
-                    self.submit(rs.pop(0), q, indirect, kick=False)
-                    inflight[q] += 1
-                self.vqs[q].kick()
-            left_s = deadline - time.monotonic()
-            if left_s <= 0:
-                raise TimeoutError(
-                    f"{len(reqs) - done} requests not completed")
-            for vq, req, length in wait_any(
-                    [self.vqs[q] for q in by_queue], left_s):
-                req.complete(length)
-                inflight[vq.index] -= 1
-                done += 1
-            deadline = time.monotonic() + self.timeout
-        return reqs
 
     def do(self, req, queue=0, indirect=False):
         """One request, synchronously; returns its status."""

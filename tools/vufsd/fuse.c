@@ -492,6 +492,16 @@ static void set_owner(const struct req *r, int dirfd, const char *name)
 		logmsg("chown of a new file to %u:%u: %m", r->h.uid, r->h.gid);
 }
 
+/* A request whose arguments contradict themselves: counted as malformed. */
+static int refuse(struct req *r, const char *why)
+{
+	stat_add(&r->c->stats->malformed, 1);
+	if (verbose)
+		logmsg("malformed FUSE request (opcode %u, unique %" PRIu64 "): %s",
+		       r->h.opcode, (uint64_t)r->h.unique, why);
+	return -EINVAL;
+}
+
 static int op_init(struct req *r)
 {
 	const struct fuse_init_in *in = (const void *)r->arg;
@@ -562,7 +572,7 @@ static int op_batch_forget(struct req *r)
 	uint32_t k;
 
 	if ((r->arglen - sizeof(*in)) / sizeof(*one) < in->count)
-		return -EINVAL;
+		return refuse(r, "BATCH_FORGET count beyond its entries");
 	for (k = 0; k < in->count; k++)
 		forget_one(one[k].nodeid, one[k].nlookup);
 	return 0;
@@ -924,12 +934,14 @@ static int op_read(struct req *r)
 	unsigned int k;
 	ssize_t n;
 
+	if (size > room) {
+		handle_put(h);
+		return refuse(r, "READ larger than its reply buffers");
+	}
 	if (!h || h->dir) {
 		handle_put(h);
 		return -EBADF;
 	}
-	if (size > room)
-		size = room;
 	k = iov_slice(r->ch->in, r->ch->nin, sizeof(struct fuse_out_header), size,
 		      r->c->scratch, MAX_CHAIN_IOV);
 	n = size ? preadv(h->fd, r->c->scratch, k, in->offset) : 0;
@@ -949,7 +961,7 @@ static int op_write(struct req *r)
 	int ret = 0;
 
 	if (r->arglen - sizeof(*in) != in->size)
-		return -EINVAL;
+		return refuse(r, "WRITE size differs from its data");
 	h = handle_get(in->fh);
 	if (!h || h->dir) {
 		handle_put(h);
@@ -1208,6 +1220,18 @@ static int xattr_path(const struct inode *i, char *path)
 	return 0;
 }
 
+/*
+ * Size 0 asks for the length (a fuse_getxattr_out); otherwise the value,
+ * capped at the room the guest gave: the host says ERANGE if it is bigger.
+ */
+static int xattr_size(struct req *r, uint32_t want, size_t *size)
+{
+	*size = want < reply_room(r) ? want : reply_room(r);
+	if (!want && reply_room(r) < sizeof(struct fuse_getxattr_out))
+		return refuse(r, "no room for the xattr size");
+	return 0;
+}
+
 static int xattr_reply(struct req *r, ssize_t n, uint32_t size)
 {
 	if (n < 0)
@@ -1228,16 +1252,16 @@ static int op_getxattr(struct req *r)
 {
 	const struct fuse_getxattr_in *in = (const void *)r->arg;
 	struct inode *i = inode_get(r->h.nodeid);
-	size_t size = in->size;
+	size_t size;
 	char path[32];
 	ssize_t n;
 	int ret;
 
 	if (!i)
 		return -ESTALE;
-	if (size > reply_room(r))
-		size = reply_room(r);
-	ret = xattr_path(i, path);
+	ret = xattr_size(r, in->size, &size);
+	if (!ret)
+		ret = xattr_path(i, path);
 	if (!ret) {
 		n = getxattr(path, r->name[0], in->size ? OUT(r) : NULL,
 			     in->size ? size : 0);
@@ -1251,16 +1275,16 @@ static int op_listxattr(struct req *r)
 {
 	const struct fuse_getxattr_in *in = (const void *)r->arg;
 	struct inode *i = inode_get(r->h.nodeid);
-	size_t size = in->size;
+	size_t size;
 	char path[32];
 	ssize_t n;
 	int ret;
 
 	if (!i)
 		return -ESTALE;
-	if (size > reply_room(r))
-		size = reply_room(r);
-	ret = xattr_path(i, path);
+	ret = xattr_size(r, in->size, &size);
+	if (!ret)
+		ret = xattr_path(i, path);
 	if (!ret) {
 		n = listxattr(path, in->size ? OUT(r) : NULL, in->size ? size : 0);
 		ret = xattr_reply(r, n, in->size);
@@ -1355,8 +1379,8 @@ static const struct op ops[] = {
 	OP(RELEASE, op_release, sizeof(struct fuse_release_in), 0, 0),
 	OP(FSYNC, op_fsync, sizeof(struct fuse_fsync_in), 0, 0),
 	OP(SETXATTR, op_setxattr, FUSE_COMPAT_SETXATTR_IN_SIZE, 0, 1),
-	OP(GETXATTR, op_getxattr, sizeof(struct fuse_getxattr_in), sizeof(struct fuse_getxattr_out), 1),
-	OP(LISTXATTR, op_listxattr, sizeof(struct fuse_getxattr_in), sizeof(struct fuse_getxattr_out), 0),
+	OP(GETXATTR, op_getxattr, sizeof(struct fuse_getxattr_in), 0, 1),
+	OP(LISTXATTR, op_listxattr, sizeof(struct fuse_getxattr_in), 0, 0),
 	OP(REMOVEXATTR, op_removexattr, 0, 0, 1),
 	OP(FLUSH, op_flush, sizeof(struct fuse_flush_in), 0, 0),
 	OP(OPENDIR, op_opendir, sizeof(struct fuse_open_in), sizeof(struct fuse_open_out), 0),

@@ -1,0 +1,1977 @@
+#!/usr/bin/env python3
+"""Test a vhost-user-fs (virtio-fs) backend from the VMM's side, without QEMU.
+
+Usage: vufs_test.py [--daemon vufsd|virtiofsd] [--bin PATH] [--queues N]
+                    [--timeout S] [--keep] [SCENARIO ...]
+
+Starts the daemon itself on a fresh temporary directory (share/ is the
+shared directory; outside/, an empty sentinel, and victim, a file, sit
+next to it), runs the scenarios through tests/tools/vhost_user.py and
+fuse_proto.py, checks every result against the host directory, and stops
+the daemon at the end whatever happens. Prints one line per check (`ok -`,
+`not ok -`, `ok - ... # SKIP why`) and `N checks, N failed`; exits 1 if a
+check failed.
+
+Scenarios (default: all):
+  ops         INIT, then every supported opcode on request queue 1 with
+              1 MiB writes and reads over many descriptors, direct and
+              indirect; forgets on the hiprio queue
+  queues      (vufsd, --queues >= 2) requests on every request queue and
+              forgets on hiprio; the stats file counts them per vring
+  malformed   the error contract case by case, each followed by a good
+              request on the same ring; the daemon's fds do not grow
+  escape      nothing is resolved outside the shared directory: bad
+              names, symlinks as parents and targets, a directory swapped
+              for a symlink under a held nodeid
+  disconnect  close or kill the frontend with 32+ requests in flight on
+              two queues, 3 times; the daemon serves the next connection
+  reset       GET_VRING_BASE stop and restart mid-stream, RESET_DEVICE and
+              RESET_OWNER then a fresh set-up
+
+--daemon virtiofsd runs QEMU 7.2's C virtiofsd (one request queue,
+sandbox=chroot, -o xattr). It exits after each connection (the harness
+starts it again), aborts on several malformed chains, and differs from
+vufsd's contract in places: those checks are marked `# SKIP vufsd only`
+with the reason.
+"""
+import argparse
+import contextlib
+import ctypes
+import errno
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vhost_user as vu  # noqa: E402
+import fuse_proto as fp  # noqa: E402
+from fuse_proto import HIPRIO, ROOT_ID, Op  # noqa: E402
+from vhost_user import KiB, MiB  # noqa: E402
+
+SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
+               "virtiofsd": "/usr/lib/qemu/virtiofsd"}
+DT_DIR, DT_REG, DT_LNK = 4, 8, 10
+XATTR_CREATE = 1
+STAT_KEYS = ("requests", "bytes_in", "bytes_out", "errors", "malformed")
+FALLOC_FL_KEEP_SIZE = 1
+
+
+class Tap:
+    def __init__(self):
+        self.n = self.failed = self.skipped = 0
+
+    def ok(self, cond, desc):
+        self.n += 1
+        if not cond:
+            self.failed += 1
+        print(f"{'ok' if cond else 'not ok'} - {desc}", flush=True)
+        return bool(cond)
+
+    def skip(self, desc, why):
+        self.n += 1
+        self.skipped += 1
+        print(f"ok - {desc} # SKIP {why}", flush=True)
+
+    def diag(self, msg):
+        for line in str(msg).splitlines():
+            print(f"# {line}", flush=True)
+
+
+class DaemonDied(Exception):
+    pass
+
+
+def errstr(err):
+    return "0" if err == 0 else f"-{fp.errno_name(-err)}"
+
+
+# --- the daemon --------------------------------------------------------------
+
+def die_with_parent():
+    """In the daemon's child before exec: SIGKILL it when the test dies,
+    however it dies (prctl PR_SET_PDEATHSIG)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
+class Daemon:
+    """The backend under test, in its own session, logging to a file."""
+
+    def __init__(self, args, workdir):
+        self.kind, self.binary, self.queues = args.daemon, args.bin, \
+            args.queues
+        self.timeout = args.timeout
+        self.verbose = args.verbose
+        self.workdir = workdir
+        self.share = os.path.join(workdir, "share")
+        self.socket = os.path.join(workdir, "vufs.sock")
+        self.stats = os.path.join(workdir, "stats")
+        self.log = os.path.join(workdir, "daemon.log")
+        self.proc = None
+        self.starts = 0
+
+    def argv(self, socket_path=None):
+        sock = socket_path or self.socket
+        if self.kind == "vufsd":
+            argv = [self.binary, "--socket", sock, "--shared-dir", self.share,
+                    "--queues", str(self.queues), "--stats", self.stats,
+                    "--stats-interval", "50"]
+            return argv + (["--verbose"] if self.verbose else [])
+        return [self.binary, f"--socket-path={sock}", "-o",
+                f"source={self.share}", "-o", "sandbox=chroot", "-o",
+                "cache=auto", "-o", "xattr", "-f"]
+
+    def spawn(self, argv):
+        with open(self.log, "a") as log:
+            log.write(f"=== {' '.join(argv)}\n")
+            log.flush()
+            return subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                    stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True,
+                                    preexec_fn=die_with_parent)
+
+    def start(self):
+        """Start and wait until the socket is a new one (a stale file may
+        be there: the daemon must replace it; its inode number may come
+        back, its ctime does not)."""
+        def ident(st):
+            return st.st_ino, st.st_ctime_ns
+        try:
+            old = ident(os.stat(self.socket))
+        except FileNotFoundError:
+            old = None
+        self.proc = self.spawn(self.argv())
+        self.starts += 1
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise DaemonDied(f"{self.kind} exited at start with "
+                                 f"{self.proc.returncode} (see {self.log})")
+            try:
+                st = os.stat(self.socket)
+                if stat.S_ISSOCK(st.st_mode) and ident(st) != old:
+                    return
+            except FileNotFoundError:
+                pass
+            time.sleep(0.02)
+        raise DaemonDied(f"{self.kind} made no socket in {self.timeout} s")
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def fds(self):
+        try:
+            return len(os.listdir(f"/proc/{self.pid}/fd"))
+        except OSError:
+            return None
+
+    def threads(self):
+        try:
+            return len(os.listdir(f"/proc/{self.pid}/task"))
+        except OSError:
+            return None
+
+    def ensure(self):
+        """Before a connection: virtiofsd serves one connection per run, so
+        it is started again; vufsd must still be running."""
+        if self.alive():
+            return
+        if self.kind == "virtiofsd" or self.proc is None:
+            self.start()
+        else:
+            raise DaemonDied(f"vufsd exited with {self.proc.returncode}")
+
+    def after_disconnect(self):
+        """virtiofsd exits when its frontend goes: wait for that."""
+        if self.kind == "virtiofsd" and self.proc is not None:
+            try:
+                self.proc.wait(self.timeout)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def stop(self):
+        """SIGTERM, then SIGKILL if it lingers; the exit status."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(self.timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(self.timeout)
+                return "killed"
+        return self.proc.returncode
+
+
+class Stats:
+    """vufsd's --stats file: rewritten every --stats-interval ms."""
+
+    def __init__(self, path, timeout):
+        self.path, self.timeout = path, timeout
+
+    def parse(self):
+        """The file as a dict, or None if it is missing or torn."""
+        try:
+            with open(self.path) as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            return None
+        out = {"vq": {}}
+        try:
+            for line in lines:
+                words = line.split()
+                if not words:
+                    continue
+                if words[0] == "vq":
+                    out["vq"][int(words[1])] = {
+                        k: int(v) for k, v in zip(words[2::2], words[3::2])}
+                elif len(words) == 2:
+                    out[words[0]] = int(words[1])
+                else:
+                    return None
+        except ValueError:
+            return None
+        if "seq" not in out or len(out["vq"]) != out.get("queues", -1):
+            return None
+        return out
+
+    def wait(self, advance=2):
+        """A snapshot written at least `advance` rewrites after now."""
+        deadline = time.monotonic() + self.timeout
+        first = None
+        while time.monotonic() < deadline:
+            now = self.parse()
+            if now is not None:
+                if first is None:
+                    first = now["seq"]
+                elif now["seq"] >= first + advance:
+                    return now
+            time.sleep(0.01)
+        raise TimeoutError(f"{self.path}: seq did not advance by {advance} "
+                           f"in {self.timeout} s (first {first})")
+
+
+class Ctx:
+    def __init__(self, args, tap, daemon):
+        self.args, self.tap, self.daemon = args, tap, daemon
+        self.vufsd = args.daemon == "vufsd"
+        self.nreq = args.queues if self.vufsd else 1
+        self.stats = Stats(daemon.stats, args.timeout) if self.vufsd else None
+        self.share = daemon.share
+
+    def host(self, *parts):
+        return os.path.join(self.share, *parts)
+
+    def only_vufsd(self, desc, why):
+        """True when the check applies; else prints it as skipped."""
+        if self.vufsd:
+            return True
+        self.tap.skip(desc, f"vufsd only: {why}")
+        return False
+
+    @contextlib.contextmanager
+    def connect(self, request_queues=None, init=True, queue_size=512,
+                mem=None):
+        """A set-up FsDevice and a Session on its first request queue,
+        INIT done unless init=False; closed at the end."""
+        self.daemon.ensure()
+        dev = fp.FsDevice(self.daemon.socket,
+                          self.nreq if request_queues is None
+                          else request_queues, queue_size,
+                          timeout=self.args.timeout, mem=mem)
+        try:
+            dev.setup()
+            sess = fp.Session(dev)
+            if init:
+                r = sess.init()
+                if r.error != 0 or r.problem():
+                    raise vu.VhostUserError(f"INIT: {r.errname()}, "
+                                            f"{r.problem()}")
+            yield dev, sess
+        finally:
+            dev.close()
+            self.daemon.after_disconnect()
+
+    def check_alive(self, what):
+        """vufsd must outlive everything; a dead one ends the run."""
+        if self.vufsd and not self.tap.ok(self.daemon.alive(),
+                                          f"{what}: daemon still running"):
+            raise DaemonDied(f"vufsd exited with {self.daemon.proc.poll()}")
+
+    def expect(self, what, r, err=0):
+        """A well-formed reply with error `err`."""
+        prob = r.problem()
+        good = prob is None and r.error == err
+        desc = f"{what}: {r.errname()}"
+        if r.error != err:
+            desc += f" (want {errstr(err)})"
+        if prob:
+            desc += f"; {prob}"
+        return self.tap.ok(good, desc)
+
+    def expect_vufsd(self, what, r, err, why):
+        """`err` from vufsd; from virtiofsd, which differs (`why`), any
+        well-formed error reply."""
+        if self.vufsd:
+            return self.expect(what, r, err)
+        return self.expect_fail(f"{what} (vufsd must say {errstr(err)}; "
+                                f"virtiofsd {why})", r)
+
+    def expect_fail(self, what, r):
+        """A well-formed error reply, any error."""
+        prob = r.problem()
+        return self.tap.ok(prob is None and r.error < 0,
+                           f"{what}: fails ({r.errname()})"
+                           + (f"; {prob}" if prob else ""))
+
+
+def wait_fds(daemon, want, timeout=5.0):
+    """The daemon's fd count once it is back to `want` (or at timeout)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        n = daemon.fds()
+        if n is None or n <= want or time.monotonic() > deadline:
+            return n
+        time.sleep(0.05)
+
+
+def write_file(path, data, mode=0o644):
+    with open(path, "wb") as f:
+        f.write(data)
+    os.chmod(path, mode)
+
+
+def read_host(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def first_diff(got, want):
+    if got is None:
+        return "no data"
+    if len(got) != len(want):
+        return f"{len(got)} bytes, want {len(want)}"
+    for i in range(0, len(want), 4096):
+        if got[i:i + 4096] != want[i:i + 4096]:
+            return f"differs in the 4 KiB block at {i}"
+    return None
+
+
+def io_limit(sess, want=MiB):
+    """The largest READ/WRITE the session allows, up to `want`."""
+    init = sess.init_out
+    limit = init.max_write if init else 4096
+    if init and init.flags & fp.INIT_MAX_PAGES and init.max_pages:
+        limit = min(limit, init.max_pages * 4096)
+    return max(4096, min(want, limit))
+
+
+def write_all(sess, nodeid, fh, offset, data, **kw):
+    """WRITE `data` in requests of io_limit(); (all written, message)."""
+    step = io_limit(sess, len(data))
+    for pos in range(0, len(data), step):
+        chunk = data[pos:pos + step]
+        r = sess.write(nodeid, fh, offset + pos, chunk, **kw)
+        if r.problem() or r.error or r.written != len(chunk):
+            return False, (f"WRITE at {offset + pos}: {r.errname()}, "
+                           f"{r.problem()}, wrote {r.written}")
+    return True, f"{len(data)} bytes in requests of {step}"
+
+
+def read_all(sess, nodeid, fh, offset, size, **kw):
+    """READ `size` bytes in requests of io_limit(); (data or None, msg)."""
+    step = io_limit(sess, size)
+    out = []
+    for pos in range(0, size, step):
+        r = sess.read(nodeid, fh, offset + pos, min(step, size - pos), **kw)
+        if r.problem() or r.error:
+            return None, f"READ at {offset + pos}: {r.errname()}, " \
+                f"{r.problem()}"
+        out.append(r.data)
+    return b"".join(out), f"{size} bytes in requests of {step}"
+
+
+def same_attr(attr, st):
+    """Where a fuse_attr disagrees with an os.stat_result (None if not)."""
+    diffs = []
+    for name, got, want in (
+            ("ino", attr.ino, st.st_ino), ("size", attr.size, st.st_size),
+            ("mode", attr.mode, st.st_mode), ("nlink", attr.nlink,
+                                               st.st_nlink),
+            ("uid", attr.uid, st.st_uid), ("gid", attr.gid, st.st_gid),
+            ("mtime", attr.mtime * 10**9 + attr.mtimensec, st.st_mtime_ns)):
+        if got != want:
+            diffs.append(f"{name} {got:#o} != {want:#o}" if name == "mode"
+                         else f"{name} {got} != {want}")
+    return "; ".join(diffs) or None
+
+
+# --- ops ---------------------------------------------------------------------
+
+class Lookups:
+    """nlookup per nodeid, as the kernel counts them for FORGET."""
+
+    def __init__(self):
+        self.count = Counter()
+
+    def add(self, r):
+        entry = getattr(r, "entry", None)
+        if r.error == 0 and entry is not None and entry.nodeid:
+            self.count[entry.nodeid] += 1
+        for d in getattr(r, "dirents", None) or []:
+            if d.entry is not None and d.entry.nodeid:
+                self.count[d.entry.nodeid] += 1
+        return r
+
+
+def check_device(ctx, dev):
+    t = ctx.tap
+    t.diag(f"offered features {dev.offered:#x}, protocol "
+           f"{dev.offered_protocol:#x}; GET_QUEUE_NUM {dev.queue_num}; "
+           f"{dev.nqueues} vrings set up")
+    for name, b in (("VERSION_1", vu.F_VERSION_1),
+                    ("RING_INDIRECT_DESC", vu.F_RING_INDIRECT_DESC),
+                    ("RING_EVENT_IDX", vu.F_RING_EVENT_IDX),
+                    ("PROTOCOL_FEATURES", vu.F_PROTOCOL_FEATURES)):
+        t.ok(vu.bit(dev.offered, b), f"ops: feature {name} offered")
+    for name, b in (("MQ", vu.PROTO_MQ), ("REPLY_ACK", vu.PROTO_REPLY_ACK)):
+        t.ok(vu.bit(dev.protocol, b), f"ops: protocol feature {name} "
+             "negotiated")
+    desc = "ops: protocol feature RESET_DEVICE offered, CONFIG not"
+    if ctx.only_vufsd(desc, "virtiofsd 7.2 has no RESET_DEVICE"):
+        t.ok(vu.bit(dev.offered_protocol, vu.PROTO_RESET_DEVICE) and
+             not vu.bit(dev.offered_protocol, vu.PROTO_CONFIG),
+             f"{desc} ({dev.offered_protocol:#x})")
+    t.ok(dev.queue_num == 1 + ctx.nreq,
+         f"ops: GET_QUEUE_NUM {dev.queue_num} == 1 + {ctx.nreq} request "
+         "queues")
+
+
+def check_init(ctx, r):
+    t = ctx.tap
+    if not ctx.expect("ops: INIT 7.38", r):
+        return False
+    i = r.init
+    t.diag(f"INIT reply: {i}")
+    t.ok(len(r.body) == fp.INIT_OUT.size,
+         f"ops: INIT reply is a {len(r.body)}-byte fuse_init_out (64)")
+    t.ok(i.major == 7 and 31 <= i.minor <= fp.KERNEL_MINOR_VERSION,
+         f"ops: INIT answers 7.{i.minor} (7.31 .. 7.38)")
+    t.ok(i.flags & fp.INIT_MAX_PAGES and i.max_pages >= 1,
+         f"ops: INIT grants MAX_PAGES, max_pages {i.max_pages}")
+    t.ok(i.max_write >= 4096, f"ops: INIT max_write {i.max_write} >= 4096")
+    t.ok(not i.flags & ~fp.INIT_FLAGS & 0x7FFFFFFF,
+         f"ops: INIT flags {i.flags:#x} within those asked for "
+         f"({fp.INIT_FLAGS:#x})")
+    return True
+
+
+def ops_open(ctx, s, node):
+    """OPEN read-only, READ, a WRITE the handle does not allow, RELEASE."""
+    r = s.open(node, os.O_RDONLY)
+    if not ctx.expect("ops: OPEN hostfile O_RDONLY", r):
+        return
+    fh = r.open.fh
+    r = s.read(node, fh, 0, 4096)
+    ctx.expect("ops: READ hostfile", r)
+    ctx.tap.ok(r.data == b"made on the host\n",
+               f"ops: ... gives its content ({r.data!r})")
+    ctx.expect("ops: WRITE through the O_RDONLY handle",
+               s.write(node, fh, 0, b"x"), -errno.EBADF)
+    ctx.expect("ops: RELEASE hostfile", s.release(node, fh, os.O_RDONLY))
+
+
+def ops_io(ctx, s, lk, top):
+    """MKDIR, CREATE, 1 MiB writes and reads, odd splits, SETATTR."""
+    t = ctx.tap
+    r = lk.add(s.mkdir(top, "dir1", 0o750))
+    if not ctx.expect("ops: MKDIR dir1 0750", r):
+        return None
+    dir1 = r.entry.nodeid
+    st = os.stat(ctx.host("ops", "dir1"))
+    t.ok(stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o750,
+         f"ops: dir1 on the host is a directory, mode "
+         f"{stat.S_IMODE(st.st_mode):#o}")
+    t.ok(same_attr(r.entry.attr, st) is None,
+         f"ops: MKDIR entry attributes match the host "
+         f"({same_attr(r.entry.attr, st)})")
+
+    r = lk.add(s.create(dir1, "big", 0o640))
+    if not ctx.expect("ops: CREATE dir1/big 0640 O_RDWR", r):
+        return None
+    big, fh = r.entry.nodeid, r.open.fh
+    path = ctx.host("ops", "dir1", "big")
+    st = os.stat(path)
+    t.ok(stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o640 and
+         st.st_size == 0, f"ops: big exists on the host, mode "
+         f"{stat.S_IMODE(st.st_mode):#o}, size {st.st_size}")
+
+    a, b = os.urandom(MiB), os.urandom(MiB)
+    good, msg = write_all(s, big, fh, 0, a, in_split=4096)
+    t.ok(good, f"ops: WRITE 1 MiB in direct 4 KiB descriptors ({msg})")
+    good, msg = write_all(s, big, fh, MiB, b, in_split=4096, indirect=True)
+    t.ok(good, f"ops: WRITE 1 MiB in 4 KiB descriptors through an indirect "
+         f"table ({msg})")
+    bad = first_diff(read_host(path), a + b)
+    t.ok(bad is None, "ops: the host file holds both writes"
+         + (f" ({bad})" if bad else ""))
+
+    data, msg = read_all(s, big, fh, 0, MiB, out_split=4096, indirect=True)
+    bad = first_diff(data, a)
+    t.ok(bad is None, f"ops: READ 1 MiB into indirect 4 KiB descriptors "
+         f"matches ({bad or msg})")
+    data, msg = read_all(s, big, fh, MiB, MiB, out_split=64 * KiB)
+    bad = first_diff(data, b)
+    t.ok(bad is None, f"ops: READ 1 MiB into direct 64 KiB descriptors "
+         f"matches ({bad or msg})")
+    odd = [16, 1, 4095, 7, 100, 3]  # then the rest in one
+    r = s.read(big, fh, MiB - 6000, 12000, out_split=odd)
+    want = (a + b)[MiB - 6000:MiB + 6000]
+    ctx.expect("ops: READ 12000 bytes across the two writes into buffers "
+               f"of {odd}+rest", r)
+    t.ok(r.data == want, "ops: ... and its data matches")
+    r = s.read(big, fh, 2 * MiB, 4096)
+    t.ok(r.error == 0 and r.problem() is None and r.data == b"",
+         f"ops: READ at end of file returns 0 bytes ({r.errname()}, "
+         f"{len(r.body)} bytes)")
+
+    # Headers and args cut at odd places, one byte per descriptor.
+    r = s.getattr(big, in_split=[1] * fp.IN_HDR.size + [7, 9],
+                  out_split=[1] * fp.OUT_HDR.size + [5] * 20)
+    ctx.expect("ops: GETATTR with every header byte in its own descriptor",
+               r)
+    t.ok(r.attr is not None and r.attr.size == 2 * MiB,
+         f"ops: ... and its attributes ({r.attr and r.attr.size} bytes)")
+    odd_data = os.urandom(10000)
+    r = s.write(big, fh, 5, odd_data, in_split=[7, 33, 13, 27, 1, 999, 2])
+    ctx.expect("ops: WRITE with header, args and data cut at odd places", r)
+    want = bytearray(a + b)
+    want[5:10005] = odd_data
+    bad = first_diff(read_host(path), bytes(want))
+    t.ok(r.written == 10000 and bad is None,
+         f"ops: ... wrote {r.written} bytes, the host file agrees"
+         + (f" ({bad})" if bad else ""))
+
+    r = s.getattr(big)
+    st = os.stat(path)
+    ctx.expect("ops: GETATTR big", r)
+    t.ok(r.attr is not None and same_attr(r.attr, st) is None,
+         f"ops: GETATTR matches os.stat "
+         f"({r.attr and same_attr(r.attr, st)})")
+
+    r = s.setattr(big, fp.FATTR_SIZE | fp.FATTR_FH, fh=fh, size=100000)
+    ctx.expect("ops: SETATTR size 100000 (truncate)", r)
+    t.ok(r.attr is not None and r.attr.size == 100000 and
+         os.stat(path).st_size == 100000,
+         f"ops: truncated: reply size {r.attr and r.attr.size}, host size "
+         f"{os.stat(path).st_size}")
+    r = s.setattr(big, fp.FATTR_MODE, mode=0o600)
+    ctx.expect("ops: SETATTR mode 0600", r)
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    t.ok(r.attr is not None and stat.S_IMODE(r.attr.mode) == 0o600 and
+         mode == 0o600, f"ops: chmod: host mode {mode:#o}")
+    at, mt = (1000000000, 123456789), (1100000000, 987654321)
+    r = s.setattr(big, fp.FATTR_ATIME | fp.FATTR_MTIME, atime=at, mtime=mt)
+    ctx.expect("ops: SETATTR atime and mtime", r)
+    st = os.stat(path)
+    t.ok((st.st_atime_ns, st.st_mtime_ns) ==
+         (at[0] * 10**9 + at[1], mt[0] * 10**9 + mt[1]) and r.attr and
+         (r.attr.mtime, r.attr.mtimensec) == mt,
+         f"ops: utimes: host atime {st.st_atime_ns} mtime {st.st_mtime_ns}")
+    return dir1, big, fh
+
+
+def ops_names(ctx, s, lk, top, dir1, big):
+    """SYMLINK, READLINK, LINK, RENAME(2), UNLINK, MKNOD, RMDIR."""
+    t = ctx.tap
+    h = lambda *p: ctx.host("ops", *p)  # noqa: E731
+    target = "dir1/big-not-resolved/../x"
+    r = lk.add(s.symlink(top, "lnk", target))
+    ctx.expect("ops: SYMLINK lnk", r)
+    t.ok(os.path.islink(h("lnk")) and os.readlink(h("lnk")) == target,
+         "ops: lnk is a symlink on the host with the text given")
+    t.ok(r.entry is not None and stat.S_ISLNK(r.entry.attr.mode),
+         "ops: SYMLINK entry is S_IFLNK")
+    lnk = r.entry.nodeid if r.entry else 0
+    r = s.readlink(lnk)
+    ctx.expect("ops: READLINK lnk", r)
+    t.ok(r.body == target.encode(), f"ops: READLINK text {r.body!r}")
+
+    r = lk.add(s.link(big, top, "big.hard"))
+    ctx.expect("ops: LINK dir1/big as big.hard", r)
+    st, st2 = os.stat(h("dir1", "big")), os.stat(h("big.hard"))
+    t.ok(st.st_ino == st2.st_ino and st.st_nlink == 2 and r.entry and
+         r.entry.attr.nlink == 2 and r.entry.attr.ino == st.st_ino,
+         f"ops: hard link on the host, nlink {st.st_nlink}")
+    r = s.rename(top, "big.hard", top, "big.renamed")
+    ctx.expect("ops: RENAME big.hard big.renamed", r)
+    t.ok(os.path.exists(h("big.renamed")) and not
+         os.path.exists(h("big.hard")), "ops: renamed on the host")
+
+    write_file(h("other"), b"other file\n")
+    # Like the kernel, look names up before renaming or removing them
+    # (virtiofsd answers -EIO for a name it never looked up).
+    lk.add(s.lookup(top, "other"))
+    r = s.rename2(top, "other", top, "big.renamed", fp.RENAME_NOREPLACE)
+    ctx.expect("ops: RENAME2 NOREPLACE onto an existing name", r,
+               -errno.EEXIST)
+    t.ok(read_host(h("other")) == b"other file\n" and
+         os.stat(h("big.renamed")).st_ino == st.st_ino,
+         "ops: both files unchanged on the host")
+    r = s.rename2(top, "other", top, "big.exch", fp.RENAME_NOREPLACE)
+    ctx.expect("ops: RENAME2 NOREPLACE onto a free name", r)
+    r = s.rename2(top, "big.exch", top, "big.renamed", fp.RENAME_EXCHANGE)
+    ctx.expect("ops: RENAME2 EXCHANGE", r)
+    lk.add(s.lookup(top, "big.exch"))
+    t.ok(read_host(h("big.renamed")) == b"other file\n" and
+         os.stat(h("big.exch")).st_ino == st.st_ino,
+         "ops: the two names swapped on the host")
+    r = s.rename(top, "big.exch", dir1, "moved")
+    ctx.expect("ops: RENAME into another directory", r)
+    t.ok(os.stat(h("dir1", "moved")).st_ino == st.st_ino,
+         "ops: moved on the host")
+
+    lk.add(s.lookup(top, "big.renamed"))
+    r = s.unlink(top, "big.renamed")
+    ctx.expect("ops: UNLINK big.renamed", r)
+    t.ok(not os.path.lexists(h("big.renamed")), "ops: gone on the host")
+    r = s.unlink(top, "big.renamed")
+    ctx.expect_vufsd("ops: UNLINK it again", r, -errno.ENOENT,
+                     "answers -EIO for a name it never looked up")
+    lk.add(s.lookup(dir1, "moved"))
+    r = s.unlink(dir1, "moved")
+    ctx.expect("ops: UNLINK the second link of big", r)
+    t.ok(os.stat(h("dir1", "big")).st_nlink == 1, "ops: big has nlink 1")
+
+    r = lk.add(s.mknod(top, "fifo", stat.S_IFIFO | 0o640))
+    ctx.expect("ops: MKNOD fifo", r)
+    t.ok(os.path.exists(h("fifo")) and
+         stat.S_ISFIFO(os.lstat(h("fifo")).st_mode),
+         "ops: fifo is a FIFO on the host")
+    r = lk.add(s.mkdir(top, "dir2", 0o755))
+    ctx.expect("ops: MKDIR dir2", r)
+    r = s.rmdir(top, "dir2")
+    ctx.expect("ops: RMDIR dir2", r)
+    t.ok(not os.path.exists(h("dir2")), "ops: dir2 gone on the host")
+    r = s.rmdir(top, "dir1")
+    ctx.expect("ops: RMDIR dir1, which is not empty", r, -errno.ENOTEMPTY)
+    r = lk.add(s.lookup(top, "nothing-here"))
+    ctx.expect("ops: LOOKUP of a missing name", r, -errno.ENOENT)
+
+
+def read_whole_dir(s, opcode, node, fh, size, limit=1000):
+    """READDIR(PLUS) from offset 0, each call resuming at the last entry's
+    off; (entries, calls, problem or None)."""
+    entries, offset = [], 0
+    for calls in range(1, limit + 1):
+        r = s._readdir(opcode, node, fh, offset, size)
+        if r.error or r.problem():
+            return entries, calls, f"{r.errname()} {r.problem()}"
+        if r.bad_dirents:
+            return entries, calls, r.bad_dirents
+        if not r.dirents:
+            return entries, calls, None
+        entries.extend(r.dirents)
+        offset = r.dirents[-1].off
+    return entries, limit, f"not at the end after {limit} calls"
+
+
+def ops_dirs(ctx, s, lk, top):
+    t = ctx.tap
+    many = ctx.host("ops", "many")
+    os.mkdir(many)
+    names = {f"entry-{i:03d}-" + "x" * (i % 23) for i in range(60)}
+    for n in names:
+        write_file(os.path.join(many, n), n.encode())
+    os.mkdir(os.path.join(many, "subdir"))
+    names.add("subdir")
+    r = lk.add(s.lookup(top, "many"))
+    if not ctx.expect("ops: LOOKUP many", r):
+        return
+    node = r.entry.nodeid
+    r = s.opendir(node)
+    if not ctx.expect("ops: OPENDIR many", r):
+        return
+    fh = r.open.fh
+    want = names | {".", ".."}
+
+    r = s.readdir(node, fh, 0, 64 * KiB)
+    ctx.expect("ops: READDIR with a 64 KiB buffer", r)
+    got = [d.name for d in r.dirents or []]
+    t.ok(sorted(got) == sorted(want),
+         f"ops: READDIR lists the {len(want)} names once each "
+         f"({len(got)} entries{', ' + r.bad_dirents if r.bad_dirents else ''}"
+         ")")
+    inos = {n: os.lstat(os.path.join(many, n)).st_ino for n in names}
+    wrong = [d.name for d in r.dirents or []
+             if d.name in inos and (d.ino != inos[d.name] or d.type !=
+                                    (DT_DIR if d.name == "subdir"
+                                     else DT_REG))]
+    t.ok(not wrong, f"ops: READDIR inode numbers and types match the host "
+         f"({wrong[:3]})")
+
+    for opcode, size in ((Op.READDIR, 200), (Op.READDIRPLUS, 400)):
+        ents, calls, prob = read_whole_dir(s, opcode, node, fh, size)
+        lk.count.update(d.entry.nodeid for d in ents
+                        if d.entry is not None and d.entry.nodeid)
+        got = [d.name for d in ents]
+        t.ok(prob is None and sorted(got) == sorted(want) and calls > 10,
+             f"ops: {opcode.name} with a {size}-byte buffer, resumed at "
+             f"each last off: {len(got)} entries in {calls} calls, each "
+             f"name once ({prob})")
+        if opcode == Op.READDIRPLUS:
+            wrong = []
+            for d in ents:
+                if d.name in (".", ".."):
+                    continue
+                st = os.lstat(os.path.join(many, d.name))
+                if not d.entry.nodeid or same_attr(d.entry.attr, st):
+                    wrong.append((d.name, d.entry.nodeid,
+                                  same_attr(d.entry.attr, st)))
+            t.ok(not wrong, "ops: READDIRPLUS entries carry a nodeid and "
+                 f"the host's attributes ({wrong[:2]})")
+    ctx.expect("ops: FSYNCDIR", s.fsyncdir(node, fh))
+    ctx.expect("ops: RELEASEDIR", s.releasedir(node, fh))
+
+
+def ops_misc(ctx, s, lk, top, big, fh):
+    """STATFS, ACCESS, FALLOCATE, LSEEK, FSYNC, FLUSH, RELEASE, xattrs."""
+    t = ctx.tap
+    r = s.statfs()
+    ctx.expect("ops: STATFS", r)
+    vfs = os.statvfs(ctx.share)
+    sf = r.statfs
+    t.ok(sf is not None and (sf.bsize, sf.frsize, sf.namelen, sf.blocks,
+                             sf.files) ==
+         (vfs.f_bsize, vfs.f_frsize, vfs.f_namemax, vfs.f_blocks,
+          vfs.f_files),
+         f"ops: STATFS matches os.statvfs ({sf})")
+
+    desc = "ops: ACCESS R_OK|W_OK on big"
+    if ctx.only_vufsd(desc, "virtiofsd 7.2 answers ACCESS with -ENOSYS"):
+        ctx.expect(desc, s.access(big, os.R_OK | os.W_OK))
+        ctx.expect("ops: ACCESS X_OK on big (mode 0600, even for root)",
+                   s.access(big, os.X_OK), -errno.EACCES)
+
+    r = lk.add(s.create(top, "falloc", 0o644))
+    ctx.expect("ops: CREATE falloc", r)
+    node, ffh = r.entry.nodeid, r.open.fh
+    path = ctx.host("ops", "falloc")
+    ctx.expect("ops: FALLOCATE 0..64 KiB", s.fallocate(node, ffh, 0, 65536))
+    st = os.stat(path)
+    t.ok(st.st_size == 65536 and st.st_blocks * 512 >= 65536,
+         f"ops: falloc size {st.st_size}, {st.st_blocks * 512} bytes "
+         "allocated")
+    ctx.expect("ops: FALLOCATE KEEP_SIZE 64..192 KiB",
+               s.fallocate(node, ffh, 65536, 131072, FALLOC_FL_KEEP_SIZE))
+    st2 = os.stat(path)
+    t.ok(st2.st_size == 65536 and st2.st_blocks * 512 >= 196608,
+         f"ops: size still {st2.st_size}, {st2.st_blocks * 512} bytes "
+         "allocated")
+    ctx.expect("ops: RELEASE falloc", s.release(node, ffh))
+
+    # A sparse file: data at 0 and at 1 MiB, a hole between.
+    r = lk.add(s.create(top, "sparse", 0o644))
+    ctx.expect("ops: CREATE sparse", r)
+    node, sfh = r.entry.nodeid, r.open.fh
+    for off in (0, MiB):
+        s.write(node, sfh, off, os.urandom(4096))
+    path = ctx.host("ops", "sparse")
+    hfd = os.open(path, os.O_RDONLY)
+    try:
+        for what, off, whence in (("SEEK_DATA from 4096", 4096,
+                                   os.SEEK_DATA),
+                                  ("SEEK_HOLE from 0", 0, os.SEEK_HOLE),
+                                  ("SEEK_DATA from 0", 0, os.SEEK_DATA),
+                                  ("SEEK_HOLE from 1 MiB", MiB,
+                                   os.SEEK_HOLE)):
+            want = os.lseek(hfd, off, whence)
+            r = s.lseek(node, sfh, off, whence)
+            ctx.expect(f"ops: LSEEK {what}", r)
+            t.ok(r.offset == want,
+                 f"ops: LSEEK {what} gives {r.offset}, the host {want}")
+        r = s.lseek(node, sfh, 2 * MiB, os.SEEK_DATA)
+        ctx.expect("ops: LSEEK SEEK_DATA past the end", r, -errno.ENXIO)
+    finally:
+        os.close(hfd)
+    ctx.expect("ops: RELEASE sparse", s.release(node, sfh))
+
+    ctx.expect("ops: FSYNC big", s.fsync(big, fh))
+    ctx.expect("ops: FSYNC big (datasync)", s.fsync(big, fh, datasync=True))
+    ctx.expect("ops: FLUSH big", s.flush(big, fh, lock_owner=0x1234))
+    ctx.expect("ops: RELEASE big", s.release(big, fh))
+    ctx.expect("ops: SYNCFS", s.syncfs())
+
+    # Extended attributes, if the host file system takes user.* ones.
+    path = ctx.host("ops", "dir1", "big")
+    try:
+        os.setxattr(path, "user.probe", b"1")
+        os.removexattr(path, "user.probe")
+    except OSError as e:
+        t.skip("ops: xattrs", f"the host fs refuses user xattrs ({e})")
+        return
+    name, value = "user.vufs.test", b"value-1"
+    ctx.expect("ops: SETXATTR user.vufs.test",
+               s.setxattr(big, name, value))
+    t.ok(os.getxattr(path, name) == value, "ops: the host file has it")
+    ctx.expect("ops: SETXATTR XATTR_CREATE on an existing name",
+               s.setxattr(big, name, b"x", XATTR_CREATE), -errno.EEXIST)
+    r = s.getxattr(big, name, 0)
+    ctx.expect("ops: GETXATTR size 0", r)
+    t.ok(r.xattr_size == len(value), f"ops: ... gives the size "
+         f"{r.xattr_size}")
+    r = s.getxattr(big, name, 64)
+    ctx.expect("ops: GETXATTR into 64 bytes", r)
+    t.ok(r.value == value, f"ops: ... gives the value {r.value!r}")
+    ctx.expect("ops: GETXATTR into 3 bytes", s.getxattr(big, name, 3),
+               -errno.ERANGE)
+    ctx.expect("ops: SETXATTR user.vufs.short = 'ab'",
+               s.setxattr(big, "user.vufs.short", b"ab"))
+    r = s.getxattr(big, "user.vufs.short", 4)
+    ctx.expect("ops: GETXATTR of a 2-byte value into 4 bytes", r)
+    t.ok(r.value == b"ab", f"ops: ... gives the value {r.value!r}")
+    ctx.expect("ops: LISTXATTR into 4 bytes", s.listxattr(big, 4),
+               -errno.ERANGE)
+    ctx.expect("ops: REMOVEXATTR user.vufs.short",
+               s.removexattr(big, "user.vufs.short"))
+    host_list = b"".join(n.encode() + b"\0" for n in os.listxattr(path))
+    r = s.listxattr(big, 0)
+    ctx.expect("ops: LISTXATTR size 0", r)
+    t.ok(r.xattr_size == len(host_list),
+         f"ops: ... gives {r.xattr_size}, the host list has "
+         f"{len(host_list)} bytes")
+    r = s.listxattr(big, 4096)
+    ctx.expect("ops: LISTXATTR into 4 KiB", r)
+    got = set((r.value or b"").split(b"\0")) - {b""}
+    t.ok(got == set(host_list.split(b"\0")) - {b""} and
+         name.encode() in got, f"ops: ... lists {sorted(got)}")
+    ctx.expect("ops: REMOVEXATTR", s.removexattr(big, name))
+    t.ok(name not in os.listxattr(path), "ops: gone from the host file")
+    ctx.expect("ops: GETXATTR after removal", s.getxattr(big, name, 64),
+               -errno.ENODATA)
+
+
+def ops_forget(ctx, s, lk):
+    """FORGET and BATCH_FORGET on hiprio: chains back with used length 0."""
+    t = ctx.tap
+    counts = sorted(lk.count.items())
+    t.diag(f"{len(counts)} nodeids looked up "
+           f"{sum(c for _, c in counts)} times")
+    first, rest = counts[0], counts[1:]
+    r = s.forget(*first)
+    t.ok(r.used_len == 0, f"ops: FORGET of nodeid {first[0]} x{first[1]} on "
+         f"vring 0 returned with used length {r.used_len}")
+    r = s.batch_forget(rest)
+    t.ok(r.used_len == 0, f"ops: BATCH_FORGET of {len(rest)} nodeids on "
+         f"vring 0 returned with used length {r.used_len}")
+    r = s.getattr(ROOT_ID)
+    ctx.expect("ops: GETATTR root after the forgets", r)
+
+
+def scenario_ops(ctx):
+    t = ctx.tap
+    top_path = ctx.host("ops")
+    os.mkdir(top_path)
+    write_file(ctx.host("ops", "hostfile"), b"made on the host\n")
+    with ctx.connect(init=False) as (dev, s):
+        check_device(ctx, dev)
+        if not check_init(ctx, s.init()):
+            return
+        lk = Lookups()
+        r = s.getattr(ROOT_ID)
+        ctx.expect("ops: GETATTR root", r)
+        t.ok(r.attr is not None and
+             same_attr(r.attr, os.stat(ctx.share)) is None,
+             f"ops: root attributes are the shared directory's "
+             f"({r.attr and same_attr(r.attr, os.stat(ctx.share))})")
+        r = lk.add(s.lookup(ROOT_ID, "ops"))
+        if not ctx.expect("ops: LOOKUP ops", r):
+            return
+        top = r.entry.nodeid
+        r = lk.add(s.lookup(top, "hostfile"))
+        ctx.expect("ops: LOOKUP hostfile", r)
+        t.ok(r.entry is not None and r.entry.nodeid not in (0, ROOT_ID) and
+             same_attr(r.entry.attr, os.stat(ctx.host("ops", "hostfile")))
+             is None, "ops: LOOKUP entry matches os.stat")
+        ops_open(ctx, s, r.entry.nodeid if r.entry else 0)
+        got = ops_io(ctx, s, lk, top)
+        if got is None:
+            return
+        dir1, big, fh = got
+        ops_names(ctx, s, lk, top, dir1, big)
+        ops_dirs(ctx, s, lk, top)
+        ops_misc(ctx, s, lk, top, big, fh)
+        ops_forget(ctx, s, lk)
+        want = {"dir1", "hostfile", "lnk", "fifo", "many", "falloc",
+                "sparse"}
+        got = set(os.listdir(top_path))
+        t.ok(got == want, f"ops: the host directory holds what it should "
+             f"({sorted(got ^ want)} differ)")
+        ctx.expect("ops: DESTROY", s.destroy())
+
+
+# --- queues ------------------------------------------------------------------
+
+def scenario_queues(ctx):
+    t = ctx.tap
+    if not ctx.only_vufsd("queues", "virtiofsd has one request queue"):
+        return
+    if ctx.nreq < 2:
+        t.skip("queues", f"needs --queues >= 2 (have {ctx.nreq})")
+        return
+    os.mkdir(ctx.host("queues"))
+    content = os.urandom(64 * KiB)
+    write_file(ctx.host("queues", "data"), content)
+    with ctx.connect() as (dev, s):
+        nvq = dev.nqueues
+        t.ok(nvq == 1 + ctx.nreq, f"queues: {nvq} vrings set up")
+        threads = ctx.daemon.threads()
+        t.ok(threads is not None and threads >= 1 + nvq,
+             f"queues: daemon has {threads} threads, >= 1 + {nvq} vrings")
+        top = s.lookup(ROOT_ID, "queues").entry.nodeid
+        for _ in range(4):  # one lookup to keep, three to forget
+            r = s.lookup(top, "data")
+        node = r.entry.nodeid
+        r = s.open(node)
+        if not ctx.expect("queues: OPEN data", r):
+            return
+        fh = r.open.fh
+        before = ctx.stats.wait()
+        t.diag(f"stats before: {before}")
+        t.ok(before.get("pid") == ctx.daemon.pid and
+             before.get("queues") == nvq,
+             f"queues: stats pid {before.get('pid')} and queues "
+             f"{before.get('queues')} ({ctx.daemon.pid}, {nvq})")
+
+        # Queue q gets 8 + 3q requests, all in flight on every queue at once.
+        reqs = []
+        for q in range(1, nvq):
+            for i in range(8 + 3 * q):
+                if i % 2:
+                    r = s.request(Op.GETATTR, ROOT_ID,
+                                  fp.GETATTR_IN.pack(0, 0, 0),
+                                  out_size=fp.ATTR_OUT_SIZE)
+                else:
+                    size = 4096 * (1 + i % 4)
+                    r = s.request(Op.READ, node, fp.READ_IN.pack(
+                        fh, 4096 * q, size, 0, 0, 0, 0), out_size=size,
+                        out_split=4096)
+                r.queue = q
+                reqs.append(r)
+        hi = [s.request(Op.FORGET, node, fp.FORGET_IN.pack(1),
+                        out_size=None),
+              s.request(Op.BATCH_FORGET, 0, fp.BATCH_FORGET_IN.pack(1, 0) +
+                        fp.FORGET_ONE.pack(node, 2), out_size=None)]
+        for r in hi:
+            r.queue = HIPRIO
+        dev.run(reqs + hi)
+        bad = [r for r in reqs if r.problem() or r.error]
+        t.ok(not bad, f"queues: {len(reqs)} requests on {nvq - 1} request "
+             f"queues all answered ({bad[:3]})")
+        t.ok(all(r.used_len == 0 for r in hi),
+             "queues: FORGET and BATCH_FORGET returned with used length 0")
+        after = ctx.stats.wait()
+        t.diag(f"stats after: {after}")
+        for q in range(nvq):
+            mine = [r for r in reqs + hi if r.queue == q]
+            b, a = before["vq"].get(q), after["vq"].get(q)
+            if not t.ok(a is not None and b is not None,
+                        f"queues: stats line for vq {q}"):
+                continue
+            d = {k: a.get(k, 0) - b.get(k, 0) for k in STAT_KEYS}
+            want = {"requests": len(mine),
+                    "bytes_in": sum(len(r.readable) for r in mine),
+                    "bytes_out": sum(r.used_len for r in mine),
+                    "errors": 0, "malformed": 0}
+            t.ok(d == want, f"queues: vq {q} counters moved by {d}, "
+                 f"want {want}")
+        ctx.expect("queues: RELEASE", s.release(node, fh))
+
+
+# --- malformed ---------------------------------------------------------------
+
+def hdr(opcode, unique, nodeid=ROOT_ID, length=None, extra=0):
+    """A fuse_in_header with len = 40 + extra unless given."""
+    return fp.IN_HDR.pack(fp.IN_HDR.size + extra if length is None
+                          else length, opcode, unique, nodeid, 0, 0,
+                          os.getpid(), 0, 0)
+
+
+class Token:
+    """A completion token for a hand-made chain."""
+
+    def __init__(self):
+        self.used_len = None
+
+    def complete(self, used_len):
+        self.used_len = used_len
+
+
+class Malformed:
+    """The error contract, case by case on request queue 1 (and hiprio)."""
+
+    def __init__(self, ctx, dev, s):
+        self.ctx, self.t, self.dev, self.s = ctx, ctx.tap, dev, s
+        self.mem = dev.mem
+        self.malformed = 0   # chains the daemon must count as malformed
+        self.errors = Counter()  # replies with an error, per vring
+        self.good_node = ROOT_ID
+
+    def note(self, queue, r, malformed):
+        if malformed:
+            self.malformed += 1
+        if r.error is not None and r.error < 0:
+            self.errors[queue] += 1
+
+    def still_serves(self, desc, queue=1):
+        """A good request right after, on the same vring."""
+        if queue == HIPRIO:
+            r = self.s.forget(self.good_node, 0)
+            ok = r.used_len == 0
+        else:
+            r = self.s.getattr(ROOT_ID, queue=queue)
+            ok = r.error == 0 and r.problem() is None
+            self.note(queue, r, False)
+        self.t.ok(ok, f"{desc}: then vring {queue} still serves "
+                  f"({r.errname()})")
+
+    def run_raw(self, r, queue):
+        r.queue = queue
+        try:
+            self.dev.run([r])
+            return True
+        except TimeoutError as e:
+            self.t.ok(False, f"{op_desc(r)}: no completion ({e})")
+            return False
+
+    def reply(self, desc, r, want, malformed=True, queue=1, vs=None):
+        """Run one request; want: an -errno for a reply with that error and
+        the request's unique, ("einval", 0) for -EINVAL with unique 0,
+        "noreply" for used length 0, "negative" for any error reply.
+        `vs`: how virtiofsd differs, if it does (then any error will do,
+        or for "negative", no reply at all)."""
+        desc = f"malformed: {desc}"
+        if not self.run_raw(r, queue):
+            raise vu.VhostUserError(f"{desc}: no completion")
+        self.note(queue, r, malformed)
+        if vs and not self.ctx.vufsd:
+            self.t.ok(r.used_len == 0 or (r.problem() is None and
+                                          r.error < 0),
+                      f"{desc}: {r.errname()} (virtiofsd {vs}; vufsd must "
+                      f"answer {want if want == 'negative' else errstr(want)}"
+                      ")")
+        elif want == "noreply":
+            self.t.ok(r.used_len == 0, f"{desc}: chain returned with used "
+                      f"length {r.used_len} (want 0)")
+        elif want == "negative":
+            self.t.ok(r.error is not None and r.error < 0 and
+                      r.used_len == r.out_len and
+                      r.used_len <= r.writable(),
+                      f"{desc}: error reply ({r.errname()}, used length "
+                      f"{r.used_len} of {r.writable()})")
+        elif isinstance(want, tuple):
+            err, unique = -errno.EINVAL, want[1]
+            self.t.ok(r.error == err and r.out_unique == unique and
+                      r.used_len == r.out_len == fp.OUT_HDR.size,
+                      f"{desc}: {r.errname()} with unique {r.out_unique}, "
+                      f"used length {r.used_len} (want -EINVAL, unique "
+                      f"{unique}, 16)")
+        else:
+            self.ctx.expect(desc, r, want)
+        self.still_serves(desc, queue)
+
+    def raw(self, readable, writable, in_split=None, out_split=None,
+            unique=0, opcode=0):
+        return fp.FuseRequest(self.mem, readable, writable, in_split,
+                              out_split, unique=unique, opcode=opcode)
+
+    def chain(self, desc, descs, queue=1, extra=()):
+        """A hand-made chain (vhost_user.Virtqueue.add_descs) that must come
+        back with used length 0; `extra` are guest buffers to free."""
+        desc = f"malformed: {desc}"
+        vq = self.dev.vqs[queue]
+        tok = Token()
+        vq.add_descs(descs, tok)
+        vq.kick()
+        try:
+            for _, t_, n in vu.wait_any([vq], self.ctx.args.timeout):
+                t_.complete(n)
+            self.t.ok(tok.used_len == 0, f"{desc}: chain returned with used "
+                      f"length {tok.used_len} (want 0)")
+        except TimeoutError as e:
+            self.t.ok(False, f"{desc}: chain returned ({e})")
+            raise
+        finally:
+            for gpa in extra:
+                self.mem.free(gpa)
+        self.malformed += 1
+        self.still_serves(desc, queue)
+
+    # --- the cases ---------------------------------------------------------
+
+    def header_cases(self):
+        s, ctx = self.s, self.ctx
+        u = s.next_unique()
+        full = hdr(Op.GETATTR, u, extra=16) + fp.GETATTR_IN.pack(0, 0, 0)
+        if ctx.only_vufsd("malformed: readable part shorter than "
+                          "fuse_in_header",
+                          "virtiofsd asserts (aborts) on it"):
+            self.reply("readable part of 20 bytes, shorter than the in "
+                       "header", self.raw(full[:20], 16 + 104), ("einval", 0))
+            self.reply("no readable part at all",
+                       self.raw(b"", 16 + 104), ("einval", 0))
+            self.reply("readable part of 39 bytes and 8 writable bytes",
+                       self.raw(full[:39], 8), "noreply")
+            self.reply("readable part of 20 bytes and no writable part",
+                       self.raw(full[:20], 0), "noreply")
+        if not ctx.only_vufsd("malformed: in_header.len different from the "
+                              "readable length",
+                              "virtiofsd ignores in_header.len"):
+            return
+        for what, delta in (("bigger", 8), ("bigger by 4096", 4096),
+                            ("smaller", -8), ("smaller, header only", -16)):
+            r = s.request(Op.GETATTR, ROOT_ID, fp.GETATTR_IN.pack(0, 0, 0),
+                          out_size=fp.ATTR_OUT_SIZE, length=56 + delta)
+            self.reply(f"GETATTR whose in_header.len is {what} than the "
+                       f"readable length ({56 + delta} for 56)", r,
+                       ("einval", r.unique))
+        r = s.request(Op.LOOKUP, ROOT_ID, b"ops\0", out_size=128,
+                      length=0)
+        self.reply("LOOKUP with in_header.len 0", r, ("einval", r.unique))
+        r = s.request(Op.WRITE, self.file, fp.WRITE_IN.pack(
+            self.fh, 0, 4096, 0, 0, 0, 0), os.urandom(4096), out_size=8,
+            length=80)
+        self.reply("WRITE whose in_header.len leaves out the data", r,
+                   ("einval", r.unique))
+
+    def args_cases(self):
+        s = self.s
+        cases = [  # (desc, opcode, nodeid, args)
+            ("GETATTR with 8 of 16 bytes of args", Op.GETATTR, ROOT_ID,
+             bytes(8)),
+            ("SETATTR with 40 of 88 bytes", Op.SETATTR, self.file, bytes(40)),
+            ("OPEN with 4 of 8 bytes", Op.OPEN, self.file, bytes(4)),
+            ("READ with 20 of 40 bytes", Op.READ, self.file,
+             fp.READ_IN.pack(self.fh, 0, 4096, 0, 0, 0, 0)[:20]),
+            ("WRITE with 16 of 40 bytes of write_in", Op.WRITE, self.file,
+             fp.WRITE_IN.pack(self.fh, 0, 0, 0, 0, 0, 0)[:16]),
+            ("MKDIR with 4 of 8 bytes of mkdir_in", Op.MKDIR, self.dir,
+             bytes(4)),
+            ("CREATE with 8 of 16 bytes of create_in", Op.CREATE, self.dir,
+             bytes(8)),
+            ("MKNOD with 8 of 16 bytes of mknod_in", Op.MKNOD, self.dir,
+             bytes(8)),
+            ("RENAME with 4 of 8 bytes of rename_in", Op.RENAME, self.dir,
+             bytes(4)),
+            ("RENAME2 with 12 of 16 bytes of rename2_in", Op.RENAME2,
+             self.dir, bytes(12)),
+            ("LINK with 4 of 8 bytes of link_in", Op.LINK, self.dir,
+             bytes(4)),
+            ("RELEASE with 8 of 24 bytes", Op.RELEASE, self.file, bytes(8)),
+            ("FLUSH with 8 of 24 bytes", Op.FLUSH, self.file, bytes(8)),
+            ("FSYNC with 4 of 16 bytes", Op.FSYNC, self.file, bytes(4)),
+            ("READDIR with 16 of 40 bytes", Op.READDIR, self.dir, bytes(16)),
+            ("SETXATTR with 4 bytes", Op.SETXATTR, self.file, bytes(4)),
+            ("GETXATTR with 4 bytes", Op.GETXATTR, self.file, bytes(4)),
+            ("ACCESS with 2 of 8 bytes", Op.ACCESS, self.file, bytes(2)),
+            ("FALLOCATE with 20 of 32 bytes", Op.FALLOCATE, self.file,
+             bytes(20)),
+            ("LSEEK with 16 of 24 bytes", Op.LSEEK, self.file, bytes(16)),
+        ]
+        for desc, opcode, node, args in cases:
+            r = s.request(opcode, node, args, out_size=256)
+            self.reply(desc, r, -errno.EINVAL)
+        # On hiprio: no reply, the chain comes back with used length 0.
+        r = s.request(Op.FORGET, self.file, bytes(4), out_size=None)
+        self.reply("FORGET with 4 of 8 bytes of args (hiprio)", r,
+                   "noreply", queue=HIPRIO)
+
+    def length_field_cases(self):
+        """Args too short for what their own length field says."""
+        s = self.s
+        r = s.request(Op.WRITE, self.file, fp.WRITE_IN.pack(
+            self.fh, 0, 4096, 0, 0, 0, 0), bytes(100), out_size=8)
+        self.reply("WRITE whose size is 4096 with 100 data bytes", r,
+                   -errno.EINVAL, vs="answers -EIO")
+        r = s.request(Op.BATCH_FORGET, 0, fp.BATCH_FORGET_IN.pack(5, 0) +
+                      fp.FORGET_ONE.pack(self.file, 0) * 2, out_size=None)
+        self.reply("BATCH_FORGET with count 5 and 2 entries (hiprio)", r,
+                   "noreply", queue=HIPRIO)
+
+    def name_cases(self):
+        s, d = self.s, self.dir
+        cases = [
+            ("LOOKUP of a name without NUL", Op.LOOKUP, d, b"abc"),
+            ("LOOKUP with no name at all", Op.LOOKUP, d, b""),
+            ("MKDIR of a name without NUL", Op.MKDIR, d,
+             fp.MKDIR_IN.pack(0o755, 0) + b"newdir"),
+            ("CREATE of a name without NUL", Op.CREATE, d,
+             fp.CREATE_IN.pack(os.O_RDWR | os.O_CREAT, 0o644, 0, 0) +
+             b"newfile"),
+            ("MKNOD of a name without NUL", Op.MKNOD, d,
+             fp.MKNOD_IN.pack(stat.S_IFIFO | 0o644, 0, 0, 0) + b"fifo"),
+            ("SYMLINK whose target has no NUL", Op.SYMLINK, d,
+             b"newlink\0target"),
+            ("SYMLINK with one string", Op.SYMLINK, d, b"newlink\0"),
+            ("UNLINK of a name without NUL", Op.UNLINK, d, b"f"),
+            ("RMDIR of a name without NUL", Op.RMDIR, d, b"sub"),
+            ("RENAME whose new name has no NUL", Op.RENAME, d,
+             fp.RENAME_IN.pack(d) + b"f\0g"),
+            ("RENAME with only the old name", Op.RENAME, d,
+             fp.RENAME_IN.pack(d) + b"f\0"),
+            ("LINK of a name without NUL", Op.LINK, d,
+             fp.LINK_IN.pack(self.file) + b"newlink"),
+            ("GETXATTR of a name without NUL", Op.GETXATTR, self.file,
+             fp.GETXATTR_IN.pack(64, 0) + b"user.x"),
+            ("REMOVEXATTR of a name without NUL", Op.REMOVEXATTR,
+             self.file, b"user.x"),
+        ]
+        for desc, opcode, node, args in cases:
+            r = s.request(opcode, node, args, out_size=256)
+            self.reply(desc, r, -errno.EINVAL)
+        left = sorted(os.listdir(self.ctx.host("malformed")))
+        self.t.ok(left == ["f", "sub"], f"malformed: nothing was made from "
+                  f"the unterminated names ({left})")
+
+    def opcode_cases(self):
+        s, ctx = self.s, self.ctx
+        for opcode, why in ((9999, None), (0, None), (Op.TMPFILE, None),
+                            (Op.GETLK, None), (Op.IOCTL, None),
+                            (Op.BMAP, None), (Op.POLL, None),
+                            (Op.SETUPMAPPING, None),
+                            (Op.COPY_FILE_RANGE, "virtiofsd implements it")):
+            desc = f"unknown opcode {fp.op_name(opcode)} gets -ENOSYS"
+            if why and not ctx.only_vufsd(f"malformed: {desc}", why):
+                continue
+            r = s.request(opcode, self.file, bytes(64), out_size=64)
+            self.reply(desc, r, -errno.ENOSYS, malformed=False)
+        # FUSE never answers INTERRUPT (every request runs to completion
+        # here anyway): the chain comes back unused, and is not malformed.
+        if ctx.only_vufsd("malformed: INTERRUPT gets no reply",
+                          "virtiofsd keeps the interrupt for a later request"):
+            r = s.request(Op.INTERRUPT, self.file, bytes(64), out_size=64)
+            self.reply("INTERRUPT gets no reply", r, "noreply",
+                       malformed=False)
+
+    def ring_cases(self):
+        """Descriptors the daemon must refuse without touching them."""
+        ctx, s, mem = self.ctx, self.s, self.mem
+        why = "virtiofsd (libvhost-user) exits on a bad descriptor"
+        if not ctx.only_vufsd("malformed: bad descriptors", why):
+            return
+        D = vu.DESC.pack
+        NEXT, WRITE, IND = vu.DESC_F_NEXT, vu.DESC_F_WRITE, \
+            vu.DESC_F_INDIRECT
+        u = s.next_unique()
+        req = hdr(Op.GETATTR, u, extra=16) + fp.GETATTR_IN.pack(0, 0, 0)
+        rd = mem.alloc(len(req), 8)
+        mem.write(rd, req)
+        wr = mem.alloc(128, 8)
+        r0 = mem.regions[0]
+        end0 = r0.gpa + r0.size
+        nowhere = 0x5000_0000_0000
+        self.chain("readable descriptor outside guest memory",
+                   [(nowhere, len(req), NEXT, 1), (wr, 128, WRITE, 0)])
+        self.chain("writable descriptor outside guest memory",
+                   [(rd, len(req), NEXT, 1), (nowhere, 128, WRITE, 0)])
+        self.chain("readable descriptor across the end of region 0",
+                   [(end0 - 16, len(req), NEXT, 1), (wr, 128, WRITE, 0)])
+        self.chain("writable descriptor of 4 GiB - 1",
+                   [(rd, len(req), NEXT, 1),
+                    (wr, 0xFFFFFFFF, WRITE, 0)])
+        self.chain("descriptor between the two regions",
+                   [(end0 + MiB, len(req), NEXT, 1),
+                    (wr, 128, WRITE, 0)])
+        self.chain("next loop of two descriptors",
+                   [(rd, len(req), NEXT, 1), (wr, 128, WRITE | NEXT, 0)])
+        self.chain("descriptor whose next is itself",
+                   [(rd, len(req), NEXT, 0)])
+        self.chain("next beyond the ring size",
+                   [(rd, len(req), NEXT, 0xFFFF)])
+        self.chain("readable descriptor of length 0 then nothing "
+                   "writable", [(rd, 0, 0, 0)])
+        # The indirect cases: tables made by hand.
+        table = mem.alloc(64, 16)
+        inner = mem.alloc(32, 16)
+        try:
+            mem.write(inner, D(rd, len(req), NEXT, 1) + D(wr, 128, WRITE, 0))
+            mem.write(table, D(inner, 32, IND, 0) + bytes(48))
+            self.chain("indirect table inside an indirect table",
+                       [(table, 16, IND, 0)])
+            mem.write(table, D(rd, len(req), NEXT, 1) +
+                      D(wr, 128, WRITE | NEXT, 0))
+            self.chain("indirect table with a next loop",
+                       [(table, 32, IND, 0)])
+            mem.write(table, D(rd, len(req), NEXT, 1) +
+                      D(wr, 128, WRITE | NEXT, 7))
+            self.chain("indirect table whose next leaves the table",
+                       [(table, 32, IND, 0)])
+            self.chain("indirect table outside guest memory",
+                       [(nowhere, 32, IND, 0)])
+            self.chain("indirect table of 20 bytes (not a multiple of 16)",
+                       [(table, 20, IND, 0)])
+        finally:
+            for gpa in (table, inner, rd, wr):
+                mem.free(gpa)
+
+    def small_writable_cases(self):
+        """Outside the stats window: the contract only asks for an error."""
+        s = self.s
+        vs = "returns the chain unanswered, used length 0"
+        r = s.request(Op.GETATTR, ROOT_ID, fp.GETATTR_IN.pack(0, 0, 0),
+                      writable=16 + 10)
+        self.reply("GETATTR with 26 writable bytes for a 120-byte reply", r,
+                   "negative", malformed=False, vs=vs)
+        r = s.request(Op.LOOKUP, self.dir, b"f\0", writable=16 + 64,
+                      out_split=[16, 8])
+        self.reply("LOOKUP with 80 writable bytes for a 144-byte reply", r,
+                   "negative", malformed=False, vs=vs)
+        r = s.request(Op.STATFS, ROOT_ID, writable=16 + 40,
+                      out_split=[4, 12, 40])
+        self.reply("STATFS with 56 writable bytes for a 96-byte reply", r,
+                   "negative", malformed=False, vs=vs)
+        r = s.request(Op.READ, self.file, fp.READ_IN.pack(
+            self.fh, 0, 8192, 0, 0, 0, 0), writable=16 + 4096,
+            out_split=4096)
+        self.reply("READ of 8192 bytes with 4096 writable for the data", r,
+                   "negative", malformed=False, vs=vs)
+        r = s.request(Op.GETATTR, ROOT_ID, fp.GETATTR_IN.pack(0, 0, 0),
+                      writable=8)
+        self.reply("GETATTR with 8 writable bytes (no room for the out "
+                   "header)", r, "noreply", malformed=False)
+        r = s.request(Op.GETATTR, ROOT_ID, fp.GETATTR_IN.pack(0, 0, 0),
+                      writable=0)
+        self.reply("GETATTR with no writable part", r, "noreply",
+                   malformed=False)
+
+    def counted(self, what, groups):
+        """Run the case groups; vufsd's stats must count every malformed
+        chain and every error reply they made, per vring."""
+        ctx, t = self.ctx, self.t
+        before = ctx.stats.wait() if ctx.stats else None
+        self.malformed, self.errors = 0, Counter()
+        for group in groups:
+            group()
+        if before is None:
+            return
+        after = ctx.stats.wait()
+        got = sum(a["malformed"] - before["vq"][q]["malformed"]
+                  for q, a in after["vq"].items())
+        t.ok(got == self.malformed,
+             f"malformed: {what}stats count {got} malformed chains, "
+             f"{self.malformed} were sent")
+        for q, a in sorted(after["vq"].items()):
+            got = a["errors"] - before["vq"][q]["errors"]
+            t.ok(got == self.errors[q],
+                 f"malformed: {what}stats vq {q} errors +{got}, "
+                 f"{self.errors[q]} error replies seen")
+
+    def run(self):
+        ctx, t, s = self.ctx, self.t, self.s
+        os.mkdir(ctx.host("malformed"))
+        os.mkdir(ctx.host("malformed", "sub"))
+        write_file(ctx.host("malformed", "f"), os.urandom(8192))
+        self.dir = s.lookup(ROOT_ID, "malformed").entry.nodeid
+        r = s.lookup(self.dir, "f")
+        self.file = self.good_node = r.entry.nodeid
+        self.fh = s.open(self.file, os.O_RDWR).open.fh
+        fds = ctx.daemon.fds()
+        self.counted("", [self.header_cases, self.args_cases,
+                          self.name_cases, self.opcode_cases,
+                          self.ring_cases])
+        self.counted("length fields beyond the args: ",
+                     [self.length_field_cases])
+        self.small_writable_cases()
+        r = s.read(self.file, self.fh, 0, 8192)
+        t.ok(r.error == 0 and r.data == read_host(ctx.host("malformed",
+                                                           "f")),
+             "malformed: the file is intact and reads back")
+        ctx.check_alive("malformed")
+        now = wait_fds(ctx.daemon, fds)
+        t.ok(now == fds, f"malformed: daemon holds {now} fds, as before the "
+             f"cases ({fds})")
+        ctx.expect("malformed: RELEASE", s.release(self.file, self.fh))
+
+
+def op_desc(r):
+    return f"malformed: {fp.op_name(r.opcode)}"
+
+
+def scenario_malformed(ctx):
+    with ctx.connect() as (dev, s):
+        Malformed(ctx, dev, s).run()
+
+
+# --- escape ------------------------------------------------------------------
+
+BAD_NAMES = ("", ".", "..", "a/b", "/etc", "../outside", "x/")
+
+
+def scenario_escape(ctx):
+    t, h = ctx.tap, lambda *p: ctx.host("escape", *p)
+    wd = ctx.daemon.workdir
+    outside, victim = os.path.join(wd, "outside"), os.path.join(wd, "victim")
+    os.mkdir(h())
+    os.symlink("/etc", h("abs"))
+    os.symlink("../../..", h("rel"))
+    os.symlink(outside, h("out"))
+    os.symlink("../../outside", h("outrel"))
+    os.symlink(victim, h("victimlink"))
+    os.mkdir(h("d"))
+    write_file(h("d", "inside"), b"inside d\n")
+    write_file(h("file"), b"a file\n")
+    vst = os.stat(victim)
+    with ctx.connect() as (dev, s):
+        top = s.lookup(ROOT_ID, "escape").entry.nodeid
+        node = {}
+        for n in ("abs", "rel", "out", "outrel", "victimlink", "d", "file"):
+            r = s.lookup(top, n)
+            ctx.expect(f"escape: LOOKUP {n}", r)
+            node[n] = r.entry.nodeid if r.entry else 0
+            want = os.lstat(h(n)).st_mode
+            t.ok(r.entry is not None and r.entry.attr.mode == want and
+                 r.entry.attr.ino == os.lstat(h(n)).st_ino,
+                 f"escape: {n} is the {stat.filemode(want)} itself (lstat)")
+
+        for name in ("..", "."):
+            desc = f"escape: LOOKUP {name!r} in the root"
+            r = s.lookup(ROOT_ID, name)
+            if ctx.vufsd:
+                ctx.expect(desc, r, -errno.EINVAL)
+            else:  # virtiofsd answers them, but must stay inside
+                t.ok(r.error == 0 and r.entry.attr.ino ==
+                     os.stat(ctx.share).st_ino,
+                     f"{desc}: virtiofsd answers, with the root itself")
+        for name in ("a/b", "/etc", "../outside"):
+            ctx.expect(f"escape: LOOKUP {name!r}", s.lookup(top, name),
+                       -errno.EINVAL)
+        for link, name in (("abs", "passwd"), ("rel", "etc"),
+                           ("out", "anything"), ("victimlink", "x")):
+            ctx.expect(f"escape: LOOKUP {name} under the symlink {link}",
+                       s.lookup(node[link], name), -errno.ENOTDIR)
+        for link in ("abs", "out", "victimlink"):
+            ctx.expect_fail(f"escape: OPEN of the symlink {link}",
+                            s.open(node[link]))
+            ctx.expect_fail(f"escape: OPENDIR of the symlink {link}",
+                            s.opendir(node[link]))
+        ctx.expect_fail("escape: OPEN O_RDWR of the symlink victimlink",
+                        s.open(node["victimlink"], os.O_RDWR))
+        for link, text in (("abs", "/etc"), ("rel", "../../.."),
+                           ("out", outside)):
+            r = s.readlink(node[link])
+            t.ok(r.error == 0 and r.body == text.encode(),
+                 f"escape: READLINK {link} is the text {r.body!r}")
+        r = s.getattr(node["victimlink"])
+        t.ok(r.attr is not None and stat.S_ISLNK(r.attr.mode) and
+             r.attr.ino != vst.st_ino,
+             "escape: GETATTR of victimlink is the link's, not the victim's")
+
+        # Changing a symlink must not change what it points to.
+        s.setattr(node["victimlink"], fp.FATTR_MODE, mode=0o777)
+        s.setattr(node["victimlink"], fp.FATTR_SIZE, size=0)
+        s.setxattr(node["victimlink"], "user.escape", b"1")
+        r = s.link(node["victimlink"], top, "hardlink")
+        vnow = os.stat(victim)
+        t.ok((vnow.st_mode, vnow.st_size, vnow.st_nlink) ==
+             (vst.st_mode, vst.st_size, vst.st_nlink) and
+             os.listxattr(victim) == [] and read_host(victim) == b"victim\n",
+             "escape: SETATTR mode and size, SETXATTR and LINK on "
+             "victimlink left the victim file alone")
+        if r.error == 0:
+            t.ok(os.path.islink(h("hardlink")),
+                 "escape: LINK of a symlink links the symlink")
+
+        # Making things under symlinks to the outside.
+        for link in ("out", "outrel", "abs"):
+            p = node[link]
+            for what, r in (
+                    ("CREATE", s.create(p, "made", 0o644)),
+                    ("MKDIR", s.mkdir(p, "made", 0o755)),
+                    ("MKNOD", s.mknod(p, "made", stat.S_IFIFO | 0o644)),
+                    ("SYMLINK", s.symlink(p, "made", "x")),
+                    ("LINK", s.link(node["file"], p, "made")),
+                    ("RENAME into", s.rename(top, "rel", p, "made"))):
+                ctx.expect_fail(f"escape: {what} under the symlink {link}", r)
+        t.ok(not os.path.lexists("/etc/made"), "escape: no /etc/made")
+
+        # Bad names everywhere a name is taken.
+        for name in BAD_NAMES:
+            rs = [("CREATE", s.create(top, name, 0o644)),
+                  ("MKDIR", s.mkdir(top, name, 0o755)),
+                  ("MKNOD", s.mknod(top, name, stat.S_IFIFO | 0o644)),
+                  ("SYMLINK", s.symlink(top, name, "target")),
+                  ("LINK", s.link(node["file"], top, name)),
+                  ("RENAME to", s.rename(top, "abs", top, name)),
+                  ("RENAME from", s.rename(top, name, top, "renamed")),
+                  ("RENAME2 to", s.rename2(top, "abs", top, name,
+                                           fp.RENAME_NOREPLACE)),
+                  ("UNLINK", s.unlink(top, name)),
+                  ("RMDIR", s.rmdir(top, name))]
+            for what, r in rs:
+                desc = f"escape: {what} {name!r}"
+                if name == "":
+                    ctx.expect_vufsd(desc, r, -errno.EINVAL,
+                                     "answers -ENOENT for an empty name")
+                else:
+                    ctx.expect(desc, r, -errno.EINVAL)
+        left = sorted(os.listdir(h()))
+        want = sorted(["abs", "rel", "out", "outrel", "victimlink", "d",
+                       "file"] +
+                      (["hardlink"] if os.path.lexists(h("hardlink"))
+                       else []))
+        t.ok(left == want, f"escape: the directory holds only what the "
+             f"test made ({sorted(set(left) ^ set(want))} differ)")
+
+        # The race: swap d for a symlink to / under the held nodeid.
+        dn = node["d"]
+        os.rename(h("d"), h("d.old"))
+        os.symlink("/", h("d"))
+        r = s.lookup(dn, "inside")
+        ctx.expect("escape: after d became a symlink to /, LOOKUP inside "
+                   "under the old nodeid", r)
+        t.ok(r.entry is not None and r.entry.attr.ino ==
+             os.stat(h("d.old", "inside")).st_ino,
+             "escape: ... finds the old directory's file")
+        ctx.expect("escape: LOOKUP etc under the old nodeid",
+                   s.lookup(dn, "etc"), -errno.ENOENT)
+        r = s.opendir(dn)
+        ctx.expect("escape: OPENDIR of the old nodeid", r)
+        if r.open:
+            names, _, prob = read_whole_dir(s, Op.READDIR, dn, r.open.fh,
+                                            4096)
+            got = sorted(d.name for d in names)
+            t.ok(prob is None and got == [".", "..", "inside"],
+                 f"escape: READDIR of the old nodeid lists {got}")
+            s.releasedir(dn, r.open.fh)
+        r = s.create(dn, "made-in-d", 0o644)
+        ctx.expect("escape: CREATE under the old nodeid", r)
+        t.ok(os.path.exists(h("d.old", "made-in-d")) and
+             not os.path.lexists("/made-in-d"),
+             "escape: ... made it in the old directory, not in /")
+        if os.path.lexists("/made-in-d"):
+            os.unlink("/made-in-d")
+        if r.open:
+            s.release(r.entry.nodeid, r.open.fh)
+        r = s.lookup(top, "d")
+        ctx.expect("escape: a fresh LOOKUP of d", r)
+        t.ok(r.entry is not None and stat.S_ISLNK(r.entry.attr.mode),
+             "escape: ... is the symlink")
+        if r.entry:
+            ctx.expect("escape: LOOKUP etc under the new d",
+                       s.lookup(r.entry.nodeid, "etc"), -errno.ENOTDIR)
+        ctx.expect("escape: GETATTR root still works", s.getattr(ROOT_ID))
+    t.ok(os.listdir(outside) == [],
+         f"escape: the sentinel directory next to the share is empty "
+         f"({os.listdir(outside)})")
+    ctx.check_alive("escape")
+
+
+# --- disconnect --------------------------------------------------------------
+
+def flood(ctx, dev, s, data, fh, scratch, sfh):
+    """Per request queue: 1 MiB writes, 256 KiB reads and GETATTRs, all
+    submitted and kicked without waiting; 36 or more in all."""
+    n = 0
+    per_queue = max(24, -(-36 // (dev.nqueues - 1)) // 3 * 3)
+    for q in range(1, dev.nqueues):
+        for i in range(per_queue):
+            kind = i % 3
+            if kind == 0:
+                r = s.request(Op.WRITE, scratch, fp.WRITE_IN.pack(
+                    sfh, (i // 3) * MiB, MiB, 0, 0, 0, 0), os.urandom(MiB)
+                    if i < 3 else bytes(MiB), out_size=8, in_split=4096)
+                ind = True
+            elif kind == 1:
+                r = s.request(Op.READ, data, fp.READ_IN.pack(
+                    fh, (i * 64 * KiB) % MiB, 256 * KiB, 0, 0, 0, 0),
+                    out_size=256 * KiB, out_split=16 * KiB)
+                ind = False
+            else:
+                r = s.request(Op.GETATTR, data, fp.GETATTR_IN.pack(0, 0, 0),
+                              out_size=fp.ATTR_OUT_SIZE)
+                ind = False
+            dev.submit(r, q, indirect=ind, kick=False)
+            n += 1
+        dev.vqs[q].kick()
+    return n
+
+
+def disconnect_setup(ctx, dev, s, rnd):
+    top = s.lookup(ROOT_ID, "disconnect").entry.nodeid
+    data = s.lookup(top, "data").entry.nodeid
+    fh = s.open(data).open.fh
+    r = s.create(top, f"scratch{rnd}", 0o644)
+    return data, fh, r.entry.nodeid, r.open.fh
+
+
+def child_flood(ctx, rnd, wfd):
+    """In a forked child: set up, flood, say how many, SIGKILL oneself.
+    Never returns."""
+    try:
+        # The daemon is the parent's child: Popen.poll() here would say it
+        # is gone, and virtiofsd's restart is the parent's job anyway.
+        ctx.daemon.ensure = ctx.daemon.after_disconnect = lambda: None
+        with ctx.connect(request_queues=ctx.nreq) as (dev, s):
+            n = flood(ctx, dev, s, *disconnect_setup(ctx, dev, s, rnd))
+            os.write(wfd, str(n).encode())
+            os.kill(os.getpid(), signal.SIGKILL)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(2)
+
+
+def verify_after(ctx, what, content, baseline):
+    t = ctx.tap
+    if ctx.vufsd:
+        t.ok(ctx.daemon.alive(), f"{what}: daemon still running")
+    with ctx.connect() as (dev, s):
+        r = s.lookup(ROOT_ID, "disconnect")
+        ctx.expect(f"{what}: new connection: INIT and LOOKUP", r)
+        r = s.lookup(r.entry.nodeid, "data")
+        node = r.entry.nodeid
+        r = s.open(node)
+        ctx.expect(f"{what}: OPEN data", r)
+        got, msg = read_all(s, node, r.open.fh, 0, len(content),
+                            out_split=4096, indirect=True)
+        bad = first_diff(got, content)
+        t.ok(bad is None, f"{what}: READ of the whole file matches "
+             f"({bad or msg})")
+        s.release(node, r.open.fh)
+    if ctx.vufsd:
+        now = wait_fds(ctx.daemon, baseline)
+        t.ok(now == baseline, f"{what}: daemon fds back to {now} "
+             f"(baseline {baseline})")
+
+
+def scenario_disconnect(ctx):
+    t = ctx.tap
+    os.mkdir(ctx.host("disconnect"))
+    content = os.urandom(2 * MiB)
+    write_file(ctx.host("disconnect", "data"), content)
+    ctx.daemon.ensure()
+    baseline = ctx.daemon.fds()
+    t.diag(f"daemon fds with no connection: {baseline}; "
+           f"{ctx.nreq} request queue(s)")
+    for rnd in range(1, 4):
+        what = f"disconnect {rnd}/3: socket closed with requests in flight"
+        with ctx.connect() as (dev, s):
+            n = flood(ctx, dev, s, *disconnect_setup(ctx, dev, s, rnd))
+            dev.conn.close()  # without waiting for anything
+            t.ok(n >= 32, f"{what}: {n} requests queued on "
+                 f"{dev.nqueues - 1} queue(s), kicked, socket closed")
+        verify_after(ctx, what, content, baseline)
+
+        what = f"disconnect {rnd}/3: frontend killed right after kicking"
+        ctx.daemon.ensure()  # the child cannot start virtiofsd again
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            child_flood(ctx, 10 + rnd, w)
+        os.close(w)
+        try:
+            deadline = time.monotonic() + 4 * ctx.args.timeout
+            status = None
+            while time.monotonic() < deadline:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                time.sleep(0.02)
+            else:
+                os.kill(pid, signal.SIGKILL)
+                _, status = os.waitpid(pid, 0)
+            said = os.read(r, 16)
+        finally:
+            os.close(r)
+        ctx.daemon.after_disconnect()
+        t.ok(os.WIFSIGNALED(status) and os.WTERMSIG(status) ==
+             signal.SIGKILL and int(said or 0) >= 32,
+             f"{what}: child queued {said.decode() or 'nothing'} requests "
+             f"and died of SIGKILL ({status:#x})")
+        verify_after(ctx, what, content, baseline)
+
+
+# --- reset -------------------------------------------------------------------
+
+def reads(s, node, fh, offsets, size=16 * KiB):
+    out = []
+    for off in offsets:
+        r = s.request(Op.READ, node, fp.READ_IN.pack(fh, off, size, 0, 0, 0,
+                                                     0),
+                      out_size=size, out_split=4096)
+        r.offset = off
+        r.queue = s.queue
+        out.append(r)
+    return out
+
+
+def reads_ok(reqs, content, size=16 * KiB):
+    for r in reqs:
+        if r.used_len is None:
+            return f"READ at {r.offset} never completed"
+        if r.problem() or r.error:
+            return f"READ at {r.offset}: {r.errname()} {r.problem()}"
+        if r.body != content[r.offset:r.offset + size]:
+            return f"READ at {r.offset}: wrong data"
+    return None
+
+
+def scenario_reset(ctx):
+    t = ctx.tap
+    os.mkdir(ctx.host("reset"))
+    content = os.urandom(MiB)
+    write_file(ctx.host("reset", "data"), content)
+
+    def open_data(s):
+        top = s.lookup(ROOT_ID, "reset").entry.nodeid
+        node = s.lookup(top, "data").entry.nodeid
+        return node, s.open(node).open.fh
+
+    with ctx.connect() as (dev, s):
+        node, fh = open_data(s)
+        vq = dev.vqs[1]
+        # 256 reads (indirect) queued and kicked, the ring stopped at once.
+        batch = reads(s, node, fh, [i * 4 * KiB for i in range(256)])
+        for r in batch:
+            vq.add(r.chain(), r, indirect=True)
+        vq.kick()
+        base = dev.stop_ring(1)
+        used = vq.used_idx()
+        done = vq.poll()
+        for r, n in done:
+            r.complete(n)
+        t.ok(base == used and base <= vq.avail_idx,
+             f"reset: GET_VRING_BASE mid-stream {base} == used index {used} "
+             f"({len(done)} of 256 done when it stopped)")
+        dev.restart_ring(1, base)
+        vq.kick(force=True)
+        while vq.pending:  # wait_any raises when nothing comes in time
+            for _, r, n in vu.wait_any([vq], ctx.args.timeout):
+                r.complete(n)
+        bad = reads_ok(batch, content)
+        t.ok(bad is None, f"reset: after restarting from {base} all 256 "
+             f"reads completed once with the right data ({bad})")
+        more = reads(s, node, fh, [i * 16 * KiB for i in range(64, 80)])
+        dev.run(more)
+        t.ok(reads_ok(more, content) is None,
+             "reset: 16 more reads on the restarted ring")
+        # QEMU's stop of every vring, then a restart from the bases.
+        bases = dev.stop()
+        want = [v.avail_idx for v in dev.vqs]
+        t.ok(bases == want, f"reset: GET_VRING_BASE of every vring {bases} "
+             f"== avail indexes {want}")
+        dev.restart(bases)
+        more = reads(s, node, fh, [i * 16 * KiB for i in range(16)])
+        dev.run(more)
+        t.ok(reads_ok(more, content) is None,
+             "reset: reads after stopping and restarting every vring")
+
+        if not ctx.only_vufsd("reset: RESET_DEVICE and RESET_OWNER, then "
+                              "a fresh set-up", "virtiofsd 7.2 has no "
+                              "RESET_DEVICE, and aborts on RESET_OWNER then "
+                              "SET_VRING_KICK (assertion kick_fd == -1 in "
+                              "fv_queue_set_started)"):
+            return
+        t.ok(vu.bit(dev.protocol, vu.PROTO_RESET_DEVICE),
+             "reset: RESET_DEVICE negotiated")
+        for use_rd, busy in ((True, False), (True, True), (False, False),
+                             (False, True)):
+            what = ("RESET_DEVICE" if use_rd else "RESET_OWNER") + (
+                " with 32 reads in flight" if busy else "")
+            if busy:
+                for r in reads(s, node, fh, [i * 16 * KiB
+                                             for i in range(32)]):
+                    dev.submit(r, 1, kick=False)
+                dev.vqs[1].kick()
+            try:
+                dev.reset(use_rd)
+                dev.start()  # fresh rings, what QEMU sends after a reset
+                r = s.init()
+            except (vu.VhostUserError, OSError) as e:
+                t.ok(False, f"reset: {what}, then set up again ({e!r})")
+                return
+            ctx.expect(f"reset: {what}, set up again: INIT", r)
+            node, fh = open_data(s)
+            more = reads(s, node, fh, [i * 16 * KiB for i in range(16)])
+            dev.run(more)
+            t.ok(reads_ok(more, content) is None,
+                 f"reset: {what}: reads on the fresh rings")
+            ctx.check_alive(f"reset: {what}")
+
+
+# --- main --------------------------------------------------------------------
+
+RUN = {"ops": scenario_ops, "queues": scenario_queues,
+       "malformed": scenario_malformed, "escape": scenario_escape,
+       "disconnect": scenario_disconnect, "reset": scenario_reset}
+
+
+def daemon_start_checks(ctx):
+    """vufsd: replaces a stale socket, refuses a non-socket."""
+    t, d = ctx.tap, ctx.daemon
+    if not ctx.vufsd:
+        d.start()
+        return
+    notsock = os.path.join(d.workdir, "not-a-socket")
+    write_file(notsock, b"keep me\n")
+    p = d.spawn(d.argv(notsock))
+    try:
+        rc = p.wait(ctx.args.timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = p.wait(ctx.args.timeout)
+        rc = f"still running after {ctx.args.timeout} s"
+    t.ok(rc != 0 and read_host(notsock) == b"keep me\n",
+         f"daemon: --socket on a regular file: refused (exit {rc}), file "
+         "kept")
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(d.socket)
+    stale.close()
+    d.start()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(ctx.args.timeout)
+        listening = probe.connect_ex(d.socket) == 0
+    t.ok(listening, "daemon: started on a stale socket file and listens "
+         "there")
+    cli_checks(ctx)
+
+
+def cli_checks(ctx):
+    """vufsd's command line: --help, and a clear error and exit status for
+    every bad option (2) or unusable directory (1)."""
+    t, d = ctx.tap, ctx.daemon
+    binary = d.argv(d.socket)[0]
+    p = subprocess.run([binary, "--help"], capture_output=True, text=True,
+                       timeout=ctx.args.timeout)
+    t.ok(p.returncode == 0 and "--queues" in p.stdout and
+         "num-request-queues" in p.stdout,
+         f"cli: --help exits 0 and documents --queues (exit {p.returncode})")
+    sock = os.path.join(d.workdir, "cli.sock")
+    share = ctx.host("")
+    notdir = os.path.join(d.workdir, "victim")
+    cases = [
+        ("no arguments", [], 2, "required"),
+        ("--queues 0", ["-s", sock, "-d", share, "-q", "0"], 2, "--queues"),
+        ("--queues 65", ["-s", sock, "-d", share, "-q", "65"], 2, "--queues"),
+        ("--queues x", ["-s", sock, "-d", share, "-q", "x"], 2, "--queues"),
+        ("--busy-poll -1", ["-s", sock, "-d", share, "-p", "-1"], 2,
+         "--busy-poll"),
+        ("an unknown option", ["-s", sock, "-d", share, "--bogus"], 2,
+         "Usage"),
+        ("a stray argument", ["-s", sock, "-d", share, "extra"], 2,
+         "unexpected"),
+        ("a missing directory", ["-s", sock, "-d", share + "/nope"], 1,
+         "No such file"),
+        ("a file as directory", ["-s", sock, "-d", notdir], 1,
+         "not a directory"),
+    ]
+    for desc, argv, want, text in cases:
+        p = subprocess.run([binary] + argv, capture_output=True, text=True,
+                           timeout=ctx.args.timeout)
+        t.ok(p.returncode == want and text in p.stderr and
+             not os.path.exists(sock),
+             f"cli: {desc}: exit {p.returncode} (want {want}), message "
+             f"{p.stderr.strip().splitlines()[-1:] if p.stderr else None}")
+
+
+def main():
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 2)[2])
+    p.add_argument("--daemon", choices=("vufsd", "virtiofsd"),
+                   default="vufsd")
+    p.add_argument("--bin", help="the daemon's binary (default: "
+                   + ", ".join(f"{k} {v}" for k, v in DEFAULT_BIN.items())
+                   + ")")
+    p.add_argument("--queues", type=int, default=2,
+                   help="vufsd --queues (request queues; default 2)")
+    p.add_argument("--timeout", type=float, default=vu.TIMEOUT,
+                   help="seconds any single wait may take (default 10)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the temporary directory (and print it)")
+    p.add_argument("--verbose", action="store_true",
+                   help="run vufsd with --verbose (its log is in the "
+                   "temporary directory)")
+    p.add_argument("scenario", nargs="*", metavar="SCENARIO",
+                   help=" ".join(SCENARIOS) + " (default: all)")
+    args = p.parse_args()
+    for name in args.scenario:
+        if name not in SCENARIOS:
+            p.error(f"unknown scenario {name!r}")
+    args.bin = args.bin or DEFAULT_BIN[args.daemon]
+    scenarios = args.scenario or list(SCENARIOS)
+    if args.daemon == "vufsd" and args.queues < 1:
+        p.error("--queues must be >= 1")
+    if not os.access(args.bin, os.X_OK):
+        print(f"{args.bin}: not an executable (build vufsd with make -C "
+              "tools/vufsd OUT=build/tools, or give --bin)")
+        return 2
+
+    workdir = tempfile.mkdtemp(prefix="vufs-test.")
+    for sub in ("share", "outside"):
+        os.mkdir(os.path.join(workdir, sub))
+    write_file(os.path.join(workdir, "victim"), b"victim\n")
+    tap = Tap()
+    daemon = Daemon(args, workdir)
+    ctx = Ctx(args, tap, daemon)
+    tap.diag(f"{args.daemon} {args.bin}, {ctx.nreq} request queue(s), "
+             f"work directory {workdir}, scenarios {' '.join(scenarios)}")
+    try:
+        daemon_start_checks(ctx)
+        for name in scenarios:
+            tap.diag(f"scenario {name}")
+            try:
+                RUN[name](ctx)
+            except DaemonDied:
+                raise
+            except Exception as e:
+                tap.diag(traceback.format_exc())
+                tap.ok(False, f"{name}: ran to the end ({e!r})")
+            ctx.check_alive(f"{name}: after the scenario")
+    except DaemonDied as e:
+        tap.ok(False, f"the daemon died: {e}")
+    finally:
+        rc = daemon.stop()
+        if ctx.vufsd:
+            tap.ok(rc == 0, f"daemon: SIGTERM ends it with exit status {rc}")
+            st = ctx.stats.parse() if ctx.stats else None
+            tap.ok(st is not None and st.get("pid") == daemon.pid,
+                   "daemon: the stats file is whole after the exit "
+                   f"(seq {st and st.get('seq')})")
+        if tap.failed or args.keep:
+            log = daemon.log
+            if os.path.exists(log):
+                with open(log, errors="replace") as f:
+                    lines = f.read().splitlines()
+                tap.diag(f"last lines of {log}:")
+                tap.diag("\n".join(lines[-30:]))
+        if args.keep:
+            tap.diag(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if tap.skipped:
+        print(f"# {tap.skipped} skipped")
+    print(f"{tap.n} checks, {tap.failed} failed")
+    return 1 if tap.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
