@@ -198,7 +198,7 @@ vf_fio_verify() {
 	rm -rf "$VF/fs4/fio"
 }
 
-desc_vf_ops="file operations through the guest kernel match the host's view of the directory (over 9p): create, append, rename and rename over, hard and symbolic links, chmod, truncate, fallocate, SEEK_DATA/SEEK_HOLE, xattrs, 2000-entry readdir, statfs, unlink and rmdir"
+desc_vf_ops="file operations through the guest kernel match the host's view of the directory (over 9p): create, append, rename and rename over, hard and symbolic links, chmod, truncate, fallocate, SEEK_DATA/SEEK_HOLE, xattrs, suid/sgid dropped by an unprivileged write or truncate and kept by root's, 2000-entry readdir, statfs, unlink and rmdir"
 vf_ops() {
 	local m=$VF/fs2/ops h=/run/vstor/fs-fs2/ops i
 	rm -rf "$m"
@@ -231,6 +231,39 @@ assert os.getxattr(sys.argv[1], "user.vstor") == b"value"
 assert "user.vstor" in os.listxattr(sys.argv[1])
 os.removexattr(sys.argv[1], "user.vstor")
 assert "user.vstor" not in os.listxattr(sys.argv[1])
+PY
+	# suid/sgid: a writer without CAP_FSETID drops them (write, truncate),
+	# root keeps them; vufsd does this for the guest (HANDLE_KILLPRIV_V2).
+	/usr/bin/python3 - "$m/setid" "$h/setid" <<'PY' || return 1
+import os, sys
+f, host = sys.argv[1], sys.argv[2]
+fd = os.open(f, os.O_RDWR | os.O_CREAT, 0o644)
+os.close(fd)
+def as_nobody(fn):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            fn()
+            os._exit(0)
+        except BaseException as e:
+            print("child:", e)
+            os._exit(1)
+    assert os.waitpid(pid, 0)[1] == 0, "the unprivileged writer failed"
+def write():
+    fd = os.open(f, os.O_WRONLY)
+    os.write(fd, b"x")
+    os.close(fd)
+for what, fn in (("write", write), ("truncate", lambda: os.truncate(f, 0))):
+    os.chmod(f, 0o6777)
+    with open(f, "ab") as w:
+        w.write(b"root")
+    assert os.stat(f).st_mode & 0o7777 == 0o6777, f"root's write dropped the bits"
+    as_nobody(fn)
+    for p in (f, host):
+        mode = os.stat(p).st_mode & 0o7777
+        assert mode == 0o777, f"{what} by nobody: {p} has mode {mode:o}"
 PY
 	for ((i = 0; i < 2000; i++)); do : >"$m/e/n$i"; done
 	expect_eq "readdir count" "$(ls "$m/e" | wc -l)" 2000 || return 1

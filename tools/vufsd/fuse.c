@@ -492,6 +492,36 @@ static void set_owner(const struct req *r, int dirfd, const char *name)
 		logmsg("chown of a new file to %u:%u: %m", r->h.uid, r->h.gid);
 }
 
+/*
+ * With FUSE_HANDLE_KILLPRIV_V2 the guest leaves the suid/sgid clearing on
+ * write, truncate and chown to us, and stops asking for security.capability
+ * before every write. The host kernel kills capabilities on our writes by
+ * itself, but keeps suid/sgid when we have CAP_FSETID: the guest tells us
+ * when its writer did not, and we drop the bits as the VFS would (sgid only
+ * with group execute).
+ */
+static int kill_suidgid(int fd, const struct inode *i)
+{
+	struct stat st;
+	mode_t mode;
+	char p[16];
+
+	if (fstat(fd, &st))
+		return -errno;
+	mode = st.st_mode & ~S_ISUID;
+	if (mode & S_IXGRP)
+		mode &= ~S_ISGID;
+	if (mode == st.st_mode || !S_ISREG(st.st_mode))
+		return 0;
+	if (!fchmod(fd, mode & 07777))
+		return 0;
+	if (errno != EBADF || !i)
+		return -errno;
+	/* An O_PATH descriptor: chmod through /proc. */
+	proc_name(p, i->fd);
+	return fchmodat(fs.proc_fd, p, mode & 07777, 0) ? -errno : 0;
+}
+
 /* A request whose arguments contradict themselves: counted as malformed. */
 static int refuse(struct req *r, const char *why)
 {
@@ -509,7 +539,8 @@ static int op_init(struct req *r)
 	uint32_t want = FUSE_ASYNC_READ | FUSE_ATOMIC_O_TRUNC | FUSE_BIG_WRITES |
 			FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO |
 			FUSE_ASYNC_DIO | FUSE_PARALLEL_DIROPS | FUSE_MAX_PAGES |
-			FUSE_AUTO_INVAL_DATA | FUSE_CACHE_SYMLINKS;
+			FUSE_AUTO_INVAL_DATA | FUSE_CACHE_SYMLINKS |
+			FUSE_HANDLE_KILLPRIV_V2;
 
 	if (in->major != FUSE_KERNEL_VERSION || in->minor < 27) {
 		logmsg("FUSE_INIT: the guest speaks FUSE %u.%u; 7.27 or later is needed",
@@ -696,6 +727,11 @@ static int op_setattr(struct req *r)
 			goto out;
 		}
 	}
+	if (in->valid & FATTR_KILL_SUIDGID && i->type == S_IFREG) {
+		ret = kill_suidgid(h ? h->fd : i->fd, i);
+		if (ret)
+			goto out;
+	}
 	ret = attr_reply(r, i->fd);
 out:
 	handle_put(h);
@@ -873,6 +909,8 @@ static int op_open(struct req *r)
 	inode_put(i);
 	if (fd < 0)
 		return fd;
+	if (in->open_flags & FUSE_OPEN_KILL_SUIDGID)
+		kill_suidgid(fd, NULL);
 	memset(out, 0, sizeof(*out));
 	out->fh = handle_new(fd, NULL);
 	if (!out->fh) {
@@ -907,6 +945,8 @@ static int op_create(struct req *r)
 	}
 	set_owner(r, p->fd, r->name[0]);
 	inode_put(p);
+	if (in->open_flags & FUSE_OPEN_KILL_SUIDGID)
+		kill_suidgid(fd, NULL);
 	/* The entry is for the file we opened, whatever the name is now. */
 	proc_name(path, fd);
 	opath = openat(fs.proc_fd, path, O_PATH | O_CLOEXEC);
@@ -967,6 +1007,8 @@ static int op_write(struct req *r)
 		handle_put(h);
 		return -EBADF;
 	}
+	if (in->write_flags & FUSE_WRITE_KILL_SUIDGID)
+		kill_suidgid(h->fd, NULL);
 	while (done < in->size) {
 		unsigned int k = iov_slice(r->ch->out, r->ch->nout, skip + done,
 					   in->size - done, r->c->scratch,
