@@ -1,5 +1,5 @@
 # Entry points; the work is done by scripts/, tests/ and bench/.
-.PHONY: all setup prepare refresh kernel debug-kernel tools fio check demo test test-debug bench-poll bench-pt bench-vhost bench-bridge clean help
+.PHONY: all setup prepare refresh kernel debug-kernel tools fio check demo test test-debug bench-poll bench-pt bench-vhost bench-bridge bench-virtiofs clean help
 
 help:
 	@echo "make demo        build the patched guest, boot it, report poll queues at work (main job)"
@@ -14,6 +14,7 @@ help:
 	@echo "make bench-pt    virtio-blk passthrough vs block device, beside NVMe ng vs block device"
 	@echo "make bench-vhost vhost-blk vs io_uring on the same device, by queue depth, queues and workers"
 	@echo "make bench-bridge a nested guest's disk: vhost-user-blk bridge + vhost-blk vs QEMU virtio-blk vs qemu-storage-daemon"
+	@echo "make bench-virtiofs virtio-fs: vufsd with 1 and N request queues vs QEMU's virtiofsd"
 
 all: kernel tools
 
@@ -63,6 +64,9 @@ bench-vhost: kernel tools
 
 bench-bridge: kernel tools
 	bench/bridge.sh
+
+bench-virtiofs: kernel tools
+	bench/virtiofs.sh
 
 clean:
 	rm -rf build/obj-* build/tools build/vm build/logs

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: set up, build the patched guest kernel, boot it and show
-# virtio-blk poll queues, io_uring passthrough, vhost-blk and the
-# vhost-user-blk bridge at work with numbers.
+# virtio-blk poll queues, io_uring passthrough, vhost-blk, the
+# vhost-user-blk bridge and multi-queue virtio-fs at work with numbers.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 "$TOP/scripts/setup.sh"
@@ -19,3 +19,5 @@ log "vhost-blk: /dev/vhost-blk driven by tools/virtio/vhost_blk_test vs io_uring
 "$TOP/bench/vhost.sh"
 log "vhost-user-blk bridge: a second-level guest's disk through tools/vhost-blk-bridge + vhost-blk, beside QEMU's virtio-blk and qemu-storage-daemon on the same brd device"
 "$TOP/bench/bridge.sh" --reps 1
+log "virtio-fs: tools/vufsd with 1 and 2 request queues beside QEMU's virtiofsd, mounted in one guest; per-queue CPU lists and request spread"
+"$TOP/bench/virtiofs.sh" --reps 1

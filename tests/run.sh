@@ -79,10 +79,13 @@ step "fio: cmd_type=vblk host-side checks (tools/fio/host-check.sh)" "$TOP/tools
 # vufsd (tools/vufsd) against a scripted vhost-user-fs front end on the host:
 # one result per scenario; the failing checks are printed.
 mkdir -p "$BUILD/logs"
-for scen in ops queues malformed escape disconnect reset; do
-	log=$BUILD/logs/vufs-$scen.log
+# The last two run the rings busy-polling (--busy-poll) instead of sleeping.
+for scen in ops queues malformed escape disconnect reset ops:poll disconnect:poll; do
+	log=$BUILD/logs/vufs-${scen/:/-}.log
+	opts=(--queues 2)
+	[[ $scen == *:poll ]] && opts+=(--busy-poll 200)
 	if timeout 600 /usr/bin/python3 "$TOP/tests/tools/vufs_test.py" --daemon vufsd \
-		--bin "$BUILD/tools/vufsd" --queues 2 "$scen" >"$log" 2>&1; then
+		--bin "$BUILD/tools/vufsd" "${opts[@]}" "${scen%:poll}" >"$log" 2>&1; then
 		result OK "vufsd: $scen ($(tail -n 1 "$log"))"
 	else
 		grep -E "^not ok|Traceback|Error" "$log" | head -n 20 | sed 's/^/# /'

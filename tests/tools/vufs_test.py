@@ -2,7 +2,7 @@
 """Test a vhost-user-fs (virtio-fs) backend from the VMM's side, without QEMU.
 
 Usage: vufs_test.py [--daemon vufsd|virtiofsd] [--bin PATH] [--queues N]
-                    [--timeout S] [--keep] [SCENARIO ...]
+                    [--busy-poll US] [--timeout S] [--keep] [SCENARIO ...]
 
 Starts the daemon itself on a fresh temporary directory (share/ is the
 shared directory; outside/, an empty sentinel, and victim, a file, sit
@@ -113,6 +113,7 @@ class Daemon:
             args.queues
         self.timeout = args.timeout
         self.verbose = args.verbose
+        self.busy_poll = args.busy_poll
         self.workdir = workdir
         self.share = os.path.join(workdir, "share")
         self.socket = os.path.join(workdir, "vufs.sock")
@@ -127,6 +128,8 @@ class Daemon:
             argv = [self.binary, "--socket", sock, "--shared-dir", self.share,
                     "--queues", str(self.queues), "--stats", self.stats,
                     "--stats-interval", "50"]
+            if self.busy_poll:
+                argv += ["--busy-poll", str(self.busy_poll)]
             return argv + (["--verbose"] if self.verbose else [])
         return [self.binary, f"--socket-path={sock}", "-o",
                 f"source={self.share}", "-o", "sandbox=chroot", "-o",
@@ -1903,6 +1906,8 @@ def main():
                    + ")")
     p.add_argument("--queues", type=int, default=2,
                    help="vufsd --queues (request queues; default 2)")
+    p.add_argument("--busy-poll", type=int, default=0, metavar="US",
+                   help="vufsd --busy-poll (default 0: sleep on the kick)")
     p.add_argument("--timeout", type=float, default=vu.TIMEOUT,
                    help="seconds any single wait may take (default 10)")
     p.add_argument("--keep", action="store_true",
