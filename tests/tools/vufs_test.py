@@ -1579,6 +1579,7 @@ def scenario_escape(ctx):
             ctx.expect("escape: LOOKUP etc under the new d",
                        s.lookup(r.entry.nodeid, "etc"), -errno.ENOTDIR)
         ctx.expect("escape: GETATTR root still works", s.getattr(ROOT_ID))
+    special_files(ctx)
     t.ok(os.listdir(outside) == [],
          f"escape: the sentinel directory next to the share is empty "
          f"({os.listdir(outside)})")
@@ -1661,6 +1662,69 @@ def verify_after(ctx, what, content, baseline):
         now = wait_fds(ctx.daemon, baseline)
         t.ok(now == baseline, f"{what}: daemon fds back to {now} "
              f"(baseline {baseline})")
+
+
+def special_files(ctx):
+    """Special files and handles (vufsd): no device nodes from the guest;
+    CREATE over an existing FIFO, device or symlink opens nothing (a FIFO
+    would block the ring forever, a device would be the host's); CREATE
+    over an existing regular file opens it; O_NOFOLLOW from the guest is
+    not a refusal; a file handle only works with its own nodeid."""
+    t, h = ctx.tap, lambda *p: ctx.host("special", *p)
+    if not ctx.only_vufsd("escape: special files and handles",
+                          "virtiofsd's behaviour differs (opens FIFOs)"):
+        return
+    os.mkdir(h())
+    os.mkfifo(h("fifo"))
+    write_file(h("reg"), b"regular\n")
+    os.symlink("reg", h("link"))
+    have_dev = True
+    try:
+        os.mknod(h("null"), 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except OSError:
+        have_dev = False
+    with ctx.connect() as (dev, s):
+        top = s.lookup(ROOT_ID, "special").entry.nodeid
+        for kind, mode in (("char", stat.S_IFCHR), ("block", stat.S_IFBLK)):
+            ctx.expect(f"escape: MKNOD of a {kind} device is refused",
+                       s.mknod(top, f"dev-{kind}", mode | 0o666,
+                               os.makedev(1, 11)), -errno.EPERM)
+            t.ok(not os.path.lexists(h(f"dev-{kind}")),
+                 f"escape: no {kind} device node on the host")
+        ctx.expect("escape: MKNOD of a FIFO is allowed",
+                   s.mknod(top, "fifo2", stat.S_IFIFO | 0o644))
+        cases = [("fifo", -errno.ENXIO), ("link", -errno.ELOOP)]
+        if have_dev:
+            cases.append(("null", -errno.ENXIO))
+        for name, err in cases:
+            for flags in (os.O_RDONLY, os.O_WRONLY, os.O_RDWR):
+                start = time.monotonic()
+                r = s.create(top, name, 0o644, flags=flags | os.O_CREAT)
+                ctx.expect(f"escape: CREATE (no O_EXCL, flags {flags}) over "
+                           f"the existing {name} opens nothing", r, err)
+                t.ok(time.monotonic() - start < 2,
+                     f"escape: ... and answers at once "
+                     f"({time.monotonic() - start:.2f} s)")
+        r = s.create(top, "reg", 0o644,
+                     flags=os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+        ctx.expect("escape: CREATE over an existing regular file opens it",
+                   r)
+        t.ok(os.path.getsize(h("reg")) == 0,
+             "escape: ... with O_TRUNC honoured")
+        reg = r.entry.nodeid if r.entry else 0
+        r2 = s.lookup(top, "fifo")
+        fifo = r2.entry.nodeid if r2.entry else 0
+        r = s.open(reg, os.O_RDONLY | os.O_NOFOLLOW)
+        ctx.expect("escape: OPEN with O_NOFOLLOW of a regular file", r)
+        fh = r.open.fh if r.open else 0
+        ctx.expect("escape: GETATTR with the file's own handle",
+                   s.getattr(reg, fh=fh))
+        ctx.expect("escape: GETATTR naming another nodeid with that handle",
+                   s.getattr(fifo, fh=fh), -errno.EBADF)
+        ctx.expect("escape: SETATTR naming another nodeid with that handle",
+                   s.setattr(fifo, 0x8 | 0x40, fh=fh, size=0),
+                   -errno.EBADF)
+        ctx.expect("escape: RELEASE", s.release(reg, fh))
 
 
 def scenario_disconnect(ctx):

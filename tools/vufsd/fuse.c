@@ -62,8 +62,9 @@ struct handle {
 	DIR *dir;		/* OPENDIR handles */
 	long dpos;		/* where the next READDIR continues */
 	pthread_mutex_t lock;	/* serialises READDIR on one handle */
-	uint32_t gen;
+	uint32_t gen;		/* never 0, so no fh is 0 */
 	uint32_t slot;
+	uint64_t nodeid;	/* the inode it was opened for */
 	bool open;		/* RELEASE not yet seen */
 	unsigned int refs;
 };
@@ -262,7 +263,7 @@ static int lookup_at(int dirfd, const char *name, struct fuse_entry_out *e)
 
 /* ---- open files ---- */
 
-static uint64_t handle_new(int fd, DIR *dir)
+static uint64_t handle_new(int fd, DIR *dir, uint64_t nodeid)
 {
 	struct handle *h;
 	uint32_t slot;
@@ -297,7 +298,9 @@ static uint64_t handle_new(int fd, DIR *dir)
 	h->fd = fd;
 	h->dir = dir;
 	h->dpos = 0;
-	h->gen++;
+	h->nodeid = nodeid;
+	if (++h->gen == 0)
+		h->gen = 1;
 	h->open = true;
 	h->refs = 1;
 	fs.nhandles++;
@@ -386,7 +389,7 @@ void fuse_reset(void)
 			fs.handles[s]->open = false;
 			handle_put_locked(fs.handles[s]);
 		}
-	fs.initialised = false;
+	__atomic_store_n(&fs.initialised, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs.lock);
 }
 
@@ -548,9 +551,10 @@ static int op_init(struct req *r)
 		return -EPROTO;
 	}
 	/* A guest that re-initialises (a reboot, a new mount) starts afresh. */
-	if (fs.initialised)
+	if (__atomic_exchange_n(&fs.initialised, true, __ATOMIC_ACQ_REL)) {
 		fuse_reset();
-	fs.initialised = true;
+		__atomic_store_n(&fs.initialised, true, __ATOMIC_RELEASE);
+	}
 	memset(out, 0, sizeof(*out));
 	out->major = FUSE_KERNEL_VERSION;
 	out->minor = in->minor < FUSE_KERNEL_MINOR_VERSION ? in->minor :
@@ -636,7 +640,8 @@ static int op_getattr(struct req *r)
 		return -ESTALE;
 	if (in->getattr_flags & FUSE_GETATTR_FH) {
 		h = handle_get(in->fh);
-		ret = attr_reply(r, h ? (h->dir ? dirfd(h->dir) : h->fd) : -1);
+		ret = attr_reply(r, h && h->nodeid == r->h.nodeid ?
+				 (h->dir ? dirfd(h->dir) : h->fd) : -1);
 	} else {
 		ret = attr_reply(r, i->fd);
 	}
@@ -669,7 +674,7 @@ static int op_setattr(struct req *r)
 		return -ESTALE;
 	if (in->valid & FATTR_FH) {
 		h = handle_get(in->fh);
-		if (!h || h->dir) {
+		if (!h || h->dir || h->nodeid != r->h.nodeid) {
 			ret = -EBADF;
 			goto out;
 		}
@@ -776,6 +781,9 @@ static int op_mknod(struct req *r)
 		return -ESTALE;
 	if (bad_name(r->name[0]))
 		return made(r, p, NULL, -EINVAL);
+	/* No device nodes: the guest has its own; on the host they are a door. */
+	if (S_ISCHR(in->mode) || S_ISBLK(in->mode))
+		return made(r, p, NULL, -EPERM);
 	return made(r, p, r->name[0],
 		    mknodat(p->fd, r->name[0], in->mode, in->rdev) ? -errno : 0);
 }
@@ -887,13 +895,16 @@ static int op_link(struct req *r)
 	return ret;
 }
 
-/* Host open flags from the guest's: no creation, no O_DIRECT (the host
+/*
+ * Host open flags from the guest's: no creation, no O_DIRECT (the host
  * file system may not have it; the guest's O_DIRECT already bypasses the
- * guest's cache). */
+ * guest's cache), no O_NOFOLLOW (the guest resolved the name itself; our
+ * reopen goes through a /proc magic link, which O_NOFOLLOW refuses).
+ */
 static int host_flags(uint32_t flags)
 {
-	return (flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_DIRECT | O_PATH)) |
-	       O_CLOEXEC;
+	return (flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_DIRECT | O_PATH |
+			  O_NOFOLLOW)) | O_CLOEXEC;
 }
 
 static int op_open(struct req *r)
@@ -912,7 +923,7 @@ static int op_open(struct req *r)
 	if (in->open_flags & FUSE_OPEN_KILL_SUIDGID)
 		kill_suidgid(fd, NULL);
 	memset(out, 0, sizeof(*out));
-	out->fh = handle_new(fd, NULL);
+	out->fh = handle_new(fd, NULL, r->h.nodeid);
 	if (!out->fh) {
 		close(fd);
 		return -ENOMEM;
@@ -921,12 +932,52 @@ static int op_open(struct req *r)
 	return 0;
 }
 
+/*
+ * CREATE's open: a new file, or else (no O_EXCL) the existing entry, which
+ * is opened the way OPEN would, as a regular file only. Opening whatever
+ * is there would hand the guest a host device node, or block the ring
+ * forever on a FIFO.
+ */
+static int create_open(int dirfd, const char *name,
+		       const struct fuse_create_in *in, bool *created)
+{
+	int flags = host_flags(in->flags), fd, opath;
+	struct stat st;
+	char p[16];
+
+	fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW,
+		    in->mode & 07777);
+	if (fd >= 0) {
+		*created = true;
+		return fd;
+	}
+	if (errno != EEXIST || in->flags & O_EXCL)
+		return -errno;
+	opath = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (opath < 0)
+		return -errno;
+	if (fstat(opath, &st)) {
+		fd = -errno;
+	} else if (!S_ISREG(st.st_mode)) {
+		fd = S_ISDIR(st.st_mode) ? -EISDIR :
+		     S_ISLNK(st.st_mode) ? -ELOOP : -ENXIO;
+	} else {
+		proc_name(p, opath);
+		fd = openat(fs.proc_fd, p, flags);
+		if (fd < 0)
+			fd = -errno;
+	}
+	close(opath);
+	return fd;
+}
+
 static int op_create(struct req *r)
 {
 	const struct fuse_create_in *in = (const void *)r->arg;
 	struct fuse_entry_out *e = OUT(r);
 	struct fuse_open_out *o = (void *)(e + 1);
 	struct inode *p = inode_get(r->h.nodeid);
+	bool created = false;
 	char path[16];
 	int fd, opath, ret;
 
@@ -936,14 +987,13 @@ static int op_create(struct req *r)
 		inode_put(p);
 		return -EINVAL;
 	}
-	fd = openat(p->fd, r->name[0], host_flags(in->flags) | O_CREAT | O_NOFOLLOW |
-		    (in->flags & O_EXCL), in->mode & 07777);
+	fd = create_open(p->fd, r->name[0], in, &created);
 	if (fd < 0) {
-		ret = -errno;
 		inode_put(p);
-		return ret;
+		return fd;
 	}
-	set_owner(r, p->fd, r->name[0]);
+	if (created)
+		set_owner(r, p->fd, r->name[0]);
 	inode_put(p);
 	if (in->open_flags & FUSE_OPEN_KILL_SUIDGID)
 		kill_suidgid(fd, NULL);
@@ -956,7 +1006,7 @@ static int op_create(struct req *r)
 		return ret;
 	}
 	memset(o, 0, sizeof(*o));
-	o->fh = handle_new(fd, NULL);
+	o->fh = handle_new(fd, NULL, e->nodeid);
 	if (!o->fh) {
 		close(fd);
 		forget_one(e->nodeid, 1);
@@ -1106,7 +1156,7 @@ static int op_opendir(struct req *r)
 		return -ENOMEM;
 	}
 	memset(out, 0, sizeof(*out));
-	out->fh = handle_new(dirfd(d), d);
+	out->fh = handle_new(dirfd(d), d, r->h.nodeid);
 	if (!out->fh) {
 		closedir(d);
 		return -ENOMEM;

@@ -220,8 +220,10 @@ static int walk_chain(struct vq *r, uint16_t head, struct chain *ch)
 		addr = d->addr;
 		len = d->len;
 		if (flags & VRING_DESC_F_INDIRECT) {
+			/* A chain is at most the ring's size, tables included. */
 			if (indirect || (flags & VRING_DESC_F_NEXT) || !len ||
-			    len % sizeof(struct vring_desc))
+			    len % sizeof(struct vring_desc) ||
+			    len / sizeof(struct vring_desc) > r->num)
 				return -EINVAL;
 			table = gpa_to_va(r->mem, addr, len);
 			if (!table)

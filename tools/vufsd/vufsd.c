@@ -209,6 +209,7 @@ static int set_mem_table(struct vu_msg *msg, int *fds, unsigned int nfds)
 {
 	struct vu_memory *vm = &msg->memory;
 	struct memory m = { 0 };
+	struct stat st;
 	unsigned int i, n;
 
 	n = vm->nregions;
@@ -231,6 +232,12 @@ static int set_mem_table(struct vu_msg *msg, int *fds, unsigned int nfds)
 			logmsg("SET_MEM_TABLE: region %u (gpa %#" PRIx64 " size %#"
 			       PRIx64 " offset %#" PRIx64 ") is invalid", i,
 			       vr->gpa, vr->size, vr->offset);
+			goto fail;
+		}
+		if (fstat(fds[i], &st) || (uint64_t)st.st_size < vr->offset + vr->size) {
+			logmsg("SET_MEM_TABLE: region %u: offset %#" PRIx64 " + size %#"
+			       PRIx64 " is beyond its fd's %#" PRIx64 " bytes", i,
+			       vr->offset, vr->size, (uint64_t)st.st_size);
 			goto fail;
 		}
 		r->gpa = vr->gpa;
