@@ -23,11 +23,12 @@
 #   --virtiofs SPEC        add a virtio-fs device served by a daemon started on
 #                          the host; repeatable; implies --shared-mem. SPEC is
 #                          tag=T[,queues=N,daemon=vufsd|virtiofsd,poll=US,
-#                          dir=PATH]. The daemon serves DIR (default
+#                          threads=K,dir=PATH,killpriv]. The daemon serves DIR (default
 #                          RUNDIR/fs-T, created) on RUNDIR/fs-T.sock; vufsd
 #                          writes its counters to RUNDIR/fs-T.stats (the guest
 #                          reads them as /run/vstor/fs-T.stats) and logs to
-#                          RUNDIR/fs-T.log. After the guest powers off each
+#                          RUNDIR/fs-T.log (killpriv: virtiofsd with
+#                          -o killpriv_v2). After the guest powers off each
 #                          daemon gets SIGTERM; one that does not exit 0 fails
 #                          the run (exit 126 when the command succeeded).
 #   --append ARGS          extra kernel command line
@@ -186,7 +187,7 @@ done
 # virtio-fs devices, each with its daemon on the host.
 k=0
 for spec in "${vfs[@]}"; do
-	tag="" queues=1 daemon=vufsd poll=0 dir=""
+	tag="" queues=1 daemon=vufsd poll=0 threads=1 dir="" vdopts=()
 	IFS=, read -ra kv <<<"$spec"
 	for o in "${kv[@]}"; do
 		case $o in
@@ -194,7 +195,9 @@ for spec in "${vfs[@]}"; do
 		queues=*) queues=${o#queues=} ;;
 		daemon=vufsd | daemon=virtiofsd) daemon=${o#daemon=} ;;
 		poll=*) poll=${o#poll=} ;;
+		threads=*) threads=${o#threads=} ;;
 		dir=*) dir=${o#dir=} ;;
+		killpriv) vdopts+=(-o killpriv_v2) ;;
 		*) die "unknown virtiofs option '$o' in '$spec'" ;;
 		esac
 	done
@@ -208,13 +211,13 @@ for spec in "${vfs[@]}"; do
 		bin=$BUILD/tools/vufsd
 		make -s -C "$TOP/tools/vufsd" OUT="$BUILD/tools" >&2
 		"$bin" --socket "$sock" --shared-dir "$dir" --queues "$queues" \
-			--busy-poll "$poll" --stats "$rundir/fs-$tag.stats" \
+			--busy-poll "$poll" --threads "$threads" --stats "$rundir/fs-$tag.stats" \
 			>"$rundir/fs-$tag.log" 2>&1 &
 		;;
 	virtiofsd)
 		((queues == 1)) || die "QEMU's virtiofsd serves one request queue, not $queues"
 		/usr/lib/qemu/virtiofsd --socket-path="$sock" -o source="$dir" \
-			-o sandbox=chroot -o cache=auto -o xattr \
+			-o sandbox=chroot -o cache=auto -o xattr "${vdopts[@]}" \
 			>"$rundir/fs-$tag.log" 2>&1 &
 		;;
 	esac

@@ -2,7 +2,8 @@
 """Test a vhost-user-fs (virtio-fs) backend from the VMM's side, without QEMU.
 
 Usage: vufs_test.py [--daemon vufsd|virtiofsd] [--bin PATH] [--queues N]
-                    [--busy-poll US] [--timeout S] [--keep] [SCENARIO ...]
+                    [--threads N] [--busy-poll US] [--timeout S] [--keep]
+                    [SCENARIO ...]
 
 Starts the daemon itself on a fresh temporary directory (share/ is the
 shared directory; outside/, an empty sentinel, and victim, a file, sit
@@ -114,6 +115,7 @@ class Daemon:
         self.timeout = args.timeout
         self.verbose = args.verbose
         self.busy_poll = args.busy_poll
+        self.workers = args.threads
         self.workdir = workdir
         self.share = os.path.join(workdir, "share")
         self.socket = os.path.join(workdir, "vufs.sock")
@@ -130,6 +132,8 @@ class Daemon:
                     "--stats-interval", "50"]
             if self.busy_poll:
                 argv += ["--busy-poll", str(self.busy_poll)]
+            if self.workers > 1:
+                argv += ["--threads", str(self.workers)]
             return argv + (["--verbose"] if self.verbose else [])
         return [self.binary, f"--socket-path={sock}", "-o",
                 f"source={self.share}", "-o", "sandbox=chroot", "-o",
@@ -945,8 +949,10 @@ def scenario_queues(ctx):
         nvq = dev.nqueues
         t.ok(nvq == 1 + ctx.nreq, f"queues: {nvq} vrings set up")
         threads = ctx.daemon.threads()
-        t.ok(threads is not None and threads >= 1 + nvq,
-             f"queues: daemon has {threads} threads, >= 1 + {nvq} vrings")
+        want = 2 + ctx.nreq * ctx.daemon.workers  # main, hiprio, workers
+        t.ok(threads is not None and threads >= want,
+             f"queues: daemon has {threads} threads, >= {want} (main, "
+             f"hiprio, {ctx.daemon.workers} per request queue)")
         top = s.lookup(ROOT_ID, "queues").entry.nodeid
         for _ in range(4):  # one lookup to keep, three to forget
             r = s.lookup(top, "data")
@@ -1970,6 +1976,8 @@ def main():
                    + ")")
     p.add_argument("--queues", type=int, default=2,
                    help="vufsd --queues (request queues; default 2)")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="vufsd --threads (workers per request queue)")
     p.add_argument("--busy-poll", type=int, default=0, metavar="US",
                    help="vufsd --busy-poll (default 0: sleep on the kick)")
     p.add_argument("--timeout", type=float, default=vu.TIMEOUT,

@@ -2,7 +2,7 @@
 /*
  * Guest memory and split virtqueues: translation of guest addresses, the
  * walk of a descriptor chain (direct and indirect), the used ring and
- * event-idx notification, and the per-vring thread.
+ * event-idx notification, and the per-vring workers.
  *
  * Everything the guest wrote is untrusted: descriptor indexes, lengths,
  * addresses, flags and the avail index are checked before use, and a chain
@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,52 +304,60 @@ static bool stopping(struct vq *r)
 	return __atomic_load_n(&r->stop, __ATOMIC_ACQUIRE);
 }
 
-/* Serves every available chain; returns how many, or -1 if the ring broke. */
-static int drain(struct vq *r, struct fuse_ctx *c, struct chain *ch)
+/* With r->lock held: takes the next available chain's head, if any. */
+static bool take(struct vq *r, uint16_t *head)
 {
-	uint16_t old = r->used_idx, avail;
-	int n = 0;
+	uint16_t avail = ring_load16(&r->avail->idx);
 
-	while (!stopping(r)) {
-		uint16_t head;
-		size_t written = 0;
-
-		avail = ring_load16(&r->avail->idx);
-		if (avail == r->last_avail)
-			break;
-		if ((uint16_t)(avail - r->last_avail) > r->num) {
-			logmsg("vring %u: avail index %u is %u entries past %u (ring of %u): ring corrupt, stopped until reset",
-			       r->index, avail, (uint16_t)(avail - r->last_avail),
-			       r->last_avail, r->num);
-			stat_add(&r->stats.malformed, 1);
-			r->broken = true;
-			n = -1;
-			break;
-		}
-		head = ring_load16(&r->avail->ring[r->last_avail % r->num]);
-		r->last_avail++;
-		stat_add(&r->stats.requests, 1);
-		if (walk_chain(r, head, ch)) {
-			if (verbose)
-				logmsg("vring %u: descriptor chain at head %u is malformed; returned unused",
-				       r->index, head);
-			stat_add(&r->stats.malformed, 1);
-		} else {
-			stat_add(&r->stats.bytes_in, ch->out_len);
-			written = fuse_serve(c, ch);
-			stat_add(&r->stats.bytes_out, written);
-		}
-		push_used(r, head, written);
-		n++;
-		/* Let the guest see completions in batches of 64 at most. */
-		if (n % 64 == 0) {
-			notify(r, old);
-			old = r->used_idx;
-		}
+	if (avail == r->last_avail)
+		return false;
+	if ((uint16_t)(avail - r->last_avail) > r->num) {
+		logmsg("vring %u: avail index %u is %u entries past %u (ring of %u): ring corrupt, stopped until reset",
+		       r->index, avail, (uint16_t)(avail - r->last_avail),
+		       r->last_avail, r->num);
+		stat_add(&r->stats.malformed, 1);
+		r->broken = true;
+		return false;
 	}
-	if (r->used_idx != old)
-		notify(r, old);
-	return n;
+	*head = ring_load16(&r->avail->ring[r->last_avail % r->num]);
+	r->last_avail++;
+	return true;
+}
+
+/* Serves one chain (without the ring lock); returns the bytes written. */
+static size_t serve(struct vq *r, uint16_t head, struct fuse_ctx *c,
+		    struct chain *ch)
+{
+	size_t written;
+
+	stat_add(&r->stats.requests, 1);
+	if (walk_chain(r, head, ch)) {
+		if (verbose)
+			logmsg("vring %u: descriptor chain at head %u is malformed; returned unused",
+			       r->index, head);
+		stat_add(&r->stats.malformed, 1);
+		return 0;
+	}
+	stat_add(&r->stats.bytes_in, ch->out_len);
+	written = fuse_serve(c, ch);
+	stat_add(&r->stats.bytes_out, written);
+	return written;
+}
+
+/*
+ * With r->lock held, after a completion: signal the guest once the ring
+ * has run dry (or always, with force), or when 64 completions wait, so a
+ * burst of requests costs one interrupt rather than one each.
+ */
+static void completed(struct vq *r, bool force)
+{
+	if (r->used_idx == r->signalled)
+		return;
+	if (!force && ring_load16(&r->avail->idx) != r->last_avail &&
+	    (uint16_t)(r->used_idx - r->signalled) < 64)
+		return;
+	notify(r, r->signalled);
+	r->signalled = r->used_idx;
 }
 
 static uint64_t now_us(void)
@@ -359,7 +368,26 @@ static uint64_t now_us(void)
 	return ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
 }
 
-static void *vring_thread(void *arg)
+/* Without r->lock: polls the avail index for a while; true if it moved. */
+static bool spin(struct vq *r, uint16_t seen)
+{
+	uint64_t until = now_us() + r->busy_poll_us;
+
+	while (!stopping(r) && now_us() < until) {
+		if (ring_load16(&r->avail->idx) != seen)
+			return true;
+		__builtin_ia32_pause();
+	}
+	return false;
+}
+
+/*
+ * A vring's worker. Workers take chains one at a time under the ring's
+ * lock and serve them without it, so with several workers on one ring the
+ * requests of a burst are served in parallel; completions may then reach
+ * the used ring out of order, as virtio allows.
+ */
+static void *vring_worker(void *arg)
 {
 	struct vq *r = arg;
 	struct fuse_ctx ctx;
@@ -378,46 +406,55 @@ static void *vring_thread(void *arg)
 		return NULL;
 	}
 	ctx.stats = &r->stats;
-	while (!stopping(r)) {
+	pthread_mutex_lock(&r->lock);
+	while (!stopping(r) && !r->broken) {
+		uint16_t head, seen;
 		uint64_t v;
 
-		if (drain(r, &ctx, &ch) < 0)
-			goto park;
+		if (take(r, &head)) {
+			pthread_mutex_unlock(&r->lock);
+			v = serve(r, head, &ctx, &ch);
+			pthread_mutex_lock(&r->lock);
+			push_used(r, head, v);
+			completed(r, false);
+			continue;
+		}
+		if (r->broken)
+			break;
+		completed(r, true);
+		seen = r->last_avail;
 		if (r->busy_poll_us) {
-			uint64_t until = now_us() + r->busy_poll_us;
-			bool found = false;
-
-			while (!stopping(r) && now_us() < until) {
-				if (ring_load16(&r->avail->idx) != r->last_avail) {
-					found = true;
-					break;
-				}
-				__builtin_ia32_pause();
-			}
-			if (found)
+			pthread_mutex_unlock(&r->lock);
+			v = spin(r, seen);
+			pthread_mutex_lock(&r->lock);
+			if (v)
 				continue;
 		}
 		arm_kick(r);
 		if (ring_load16(&r->avail->idx) != r->last_avail)
 			continue;
+		pthread_mutex_unlock(&r->lock);
 		if (poll(pfd, 2, -1) < 0 && errno != EINTR) {
 			logmsg("vring %u: poll: %m", r->index);
+			pthread_mutex_lock(&r->lock);
 			break;
 		}
+		/* Several workers may wake for one kick: the fd is non-blocking. */
 		if (pfd[0].revents & POLLIN) {
 			if (read(r->kick_fd, &v, sizeof(v)) == sizeof(v))
 				stat_add(&r->stats.kicks, 1);
 		} else if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
 			logmsg("vring %u: kick eventfd failed; ring parked", r->index);
-			goto park;
+			pthread_mutex_lock(&r->lock);
+			r->broken = true;
+			break;
 		}
+		pthread_mutex_lock(&r->lock);
 	}
-	goto out;
-park:
-	/* Nothing more to do on this ring until the VMM resets it. */
+	pthread_mutex_unlock(&r->lock);
+	/* A broken ring waits for the VMM to reset or re-base it. */
 	while (!stopping(r))
 		poll(&pfd[1], 1, -1);
-out:
 	fuse_ctx_free(&ctx);
 	free(ch.out);
 	free(ch.in);
@@ -426,45 +463,56 @@ out:
 
 int vring_start(struct vq *r)
 {
-	int ret;
+	unsigned int i;
+	int ret, fl;
 
 	if (r->running)
 		return 0;
 	if (r->broken)
 		return -EIO;
 	/* What the guest has been given back so far is in the used ring. */
-	r->used_idx = ring_load16(&r->used->idx);
+	r->used_idx = r->signalled = ring_load16(&r->used->idx);
 	if (r->used_idx != r->last_avail)
 		logmsg("vring %u: starts at avail %u but the used index is %u",
 		       r->index, r->last_avail, r->used_idx);
+	fl = fcntl(r->kick_fd, F_GETFL);
+	if (fl < 0 || fcntl(r->kick_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
 	r->stop = 0;
 	r->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (r->stop_fd < 0)
 		return -errno;
-	ret = pthread_create(&r->thread, NULL, vring_thread, r);
-	if (ret) {
-		close(r->stop_fd);
-		r->stop_fd = -1;
-		return -ret;
-	}
 	r->running = true;
+	for (i = 0; i < r->nthreads; i++) {
+		ret = pthread_create(&r->threads[i], NULL, vring_worker, r);
+		if (ret) {
+			r->started = i;
+			vring_stop(r);
+			return -ret;
+		}
+	}
+	r->started = r->nthreads;
 	if (verbose)
-		logmsg("vring %u: started at %u (%u entries%s)", r->index,
-		       r->last_avail, r->num, r->event_idx ? ", event idx" : "");
+		logmsg("vring %u: started at %u (%u entries%s, %u worker%s)",
+		       r->index, r->last_avail, r->num,
+		       r->event_idx ? ", event idx" : "", r->nthreads,
+		       r->nthreads == 1 ? "" : "s");
 	return 0;
 }
 
-/* Stops the thread after the request it is serving. */
+/* Stops the workers after the requests they are serving. */
 void vring_stop(struct vq *r)
 {
 	uint64_t one = 1;
+	unsigned int i;
 
 	if (!r->running)
 		return;
 	__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
 	if (write(r->stop_fd, &one, sizeof(one)) < 0)
-		logmsg("vring %u: waking the thread: %m", r->index);
-	pthread_join(r->thread, NULL);
+		logmsg("vring %u: waking the workers: %m", r->index);
+	for (i = 0; i < r->started; i++)
+		pthread_join(r->threads[i], NULL);
 	close(r->stop_fd);
 	r->stop_fd = -1;
 	r->running = false;

@@ -43,6 +43,7 @@ static struct daemon {
 	unsigned int queues;		/* request queues */
 	unsigned int nvrings;		/* 1 + queues */
 	unsigned int busy_poll_us;
+	unsigned int threads;		/* workers per request queue */
 	unsigned int stats_ms;
 	int listen_fd, conn_fd, sig_fd, stats_fd;
 	uint64_t features;
@@ -54,7 +55,7 @@ static struct daemon {
 	/* Counters of the connections that ended, added to the live ones. */
 	struct vq_stats past[MAX_VRINGS];
 } d = { .listen_fd = -1, .conn_fd = -1, .sig_fd = -1, .stats_fd = -1,
-	.queues = 1, .stats_ms = 200 };
+	.queues = 1, .threads = 1, .stats_ms = 200 };
 
 void logmsg(const char *fmt, ...)
 {
@@ -168,6 +169,8 @@ static void start_ready(void)
 			continue;
 		r->event_idx = d.features & (1ULL << VIRTIO_RING_F_EVENT_IDX);
 		r->busy_poll_us = d.busy_poll_us;
+		/* FORGETs need no parallelism: one worker for hiprio. */
+		r->nthreads = i ? d.threads : 1;
 		if (vring_translate(r, &d.mem)) {
 			logmsg("vring %u: ring addresses are outside guest memory",
 			       i);
@@ -589,6 +592,8 @@ static void usage(FILE *f)
 "  -d, --shared-dir DIR    directory to share; the guest cannot reach outside it\n"
 "  -q, --queues N          request queues, 1-%u (default 1); give QEMU the same\n"
 "                          num-request-queues\n"
+"  -t, --threads N         workers per request queue, 1-%u (default 1): with more,\n"
+"                          one queue serves several requests at a time\n"
 "  -p, --busy-poll US      after a ring runs empty, poll it for US microseconds\n"
 "                          before sleeping on the guest's kick (default 0)\n"
 "  -S, --stats FILE        write counters to FILE every --stats-interval ms and\n"
@@ -599,8 +604,8 @@ static void usage(FILE *f)
 "\n"
 "One connection is served at a time; when the VMM goes away, the guest's\n"
 "inodes and open files are released and the next connection is accepted.\n"
-"SIGTERM or SIGINT: the rings finish the request they serve, and " PROG " exits 0.\n",
-		MAX_REQUEST_QUEUES);
+"SIGTERM or SIGINT: the rings finish the requests they serve, and " PROG " exits 0.\n",
+		MAX_REQUEST_QUEUES, MAX_WORKERS);
 }
 
 static int parse_uint(const char *s, unsigned int min, unsigned int max,
@@ -623,6 +628,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "shared-dir", required_argument, NULL, 'd' },
 		{ "queues", required_argument, NULL, 'q' },
+		{ "threads", required_argument, NULL, 't' },
 		{ "busy-poll", required_argument, NULL, 'p' },
 		{ "stats", required_argument, NULL, 'S' },
 		{ "stats-interval", required_argument, NULL, 'i' },
@@ -636,7 +642,7 @@ int main(int argc, char **argv)
 	bool quit = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:d:q:p:S:i:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:d:q:t:p:S:i:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			d.socket_path = optarg;
@@ -648,6 +654,13 @@ int main(int argc, char **argv)
 			if (parse_uint(optarg, 1, MAX_REQUEST_QUEUES, &d.queues)) {
 				logmsg("--queues %s: give 1 to %u", optarg,
 				       MAX_REQUEST_QUEUES);
+				return 2;
+			}
+			break;
+		case 't':
+			if (parse_uint(optarg, 1, MAX_WORKERS, &d.threads)) {
+				logmsg("--threads %s: give 1 to %u", optarg,
+				       MAX_WORKERS);
 				return 2;
 			}
 			break;
@@ -700,6 +713,7 @@ int main(int argc, char **argv)
 		r->index = i;
 		r->kick_fd = r->call_fd = r->err_fd = r->stop_fd = -1;
 		pthread_mutex_init(&r->call_lock, NULL);
+		pthread_mutex_init(&r->lock, NULL);
 	}
 	/* The files the guest opens count against our limit: take the most. */
 	{
@@ -731,8 +745,9 @@ int main(int argc, char **argv)
 	d.listen_fd = vu_listen(d.socket_path);
 	if (d.sig_fd < 0 || d.listen_fd < 0)
 		return 1;
-	logmsg("serving %s on %s with %u request queue%s%s", d.shared_dir,
-	       d.socket_path, d.queues, d.queues == 1 ? "" : "s",
+	logmsg("serving %s on %s with %u request queue%s, %u worker%s each%s",
+	       d.shared_dir, d.socket_path, d.queues, d.queues == 1 ? "" : "s",
+	       d.threads, d.threads == 1 ? "" : "s",
 	       d.busy_poll_us ? " (busy-polling)" : "");
 	write_stats();
 

@@ -3,12 +3,12 @@
  * vufsd: a multi-queue vhost-user-fs (virtio-fs) device backend.
  *
  * Threads: the main thread owns the vhost-user connection and every piece
- * of device state; each vring that runs has a thread of its own that pops
- * descriptor chains, serves the FUSE request in each, and pushes the chain
- * back. The main thread only changes a vring's state after stopping (and
- * joining) that vring's thread, so the rings need no locks. The FUSE state
- * (inodes and open files) is shared by all ring threads and has its own
- * locks (fuse.c).
+ * of device state; each vring that runs has workers of its own (one by
+ * default) that take descriptor chains under the ring's lock, serve the
+ * FUSE request in each without it, and push the chain back. The main
+ * thread only changes a vring's state after stopping (and joining) its
+ * workers. The FUSE state (inodes and open files) is shared by all
+ * workers and has its own locks (fuse.c).
  */
 #ifndef VUFSD_H
 #define VUFSD_H
@@ -24,6 +24,8 @@
 #define MAX_REQUEST_QUEUES	64
 #define MAX_VRINGS		(1 + MAX_REQUEST_QUEUES)
 #define MAX_REGIONS		8
+/* Workers per vring at most (--threads). */
+#define MAX_WORKERS		16
 /* A chain longer than this (after indirect tables) is refused. */
 #define MAX_CHAIN_IOV		1024
 
@@ -52,7 +54,7 @@ void memory_unmap(struct memory *m);
 
 /* ---- statistics ---- */
 
-/* Written by the vring's thread, read (relaxed) by the stats writer. */
+/* Written by the vring's workers, read (relaxed) by the stats writer. */
 struct vq_stats {
 	uint64_t requests;	/* chains taken from the ring */
 	uint64_t bytes_in;	/* device-readable bytes in them */
@@ -65,7 +67,7 @@ struct vq_stats {
 
 static inline void stat_add(uint64_t *c, uint64_t v)
 {
-	__atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
+	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
 }
 
 /* ---- vrings (virtq.c) ---- */
@@ -93,12 +95,16 @@ struct vq {
 	int err_fd;
 	pthread_mutex_t call_lock;
 
-	/* The thread, when running. */
+	/* The workers, when running; they take chains under lock. */
+	pthread_mutex_t lock;
+	uint16_t signalled;	/* used index the guest was last told of */
 	bool running;
 	bool broken;		/* the ring itself is corrupt: stop serving */
 	int stop_fd;		/* eventfd: the main thread wants it to stop */
 	int stop;		/* atomic */
-	pthread_t thread;
+	unsigned int nthreads;	/* workers to start */
+	unsigned int started;
+	pthread_t threads[MAX_WORKERS];
 	unsigned int busy_poll_us;
 	const struct memory *mem;
 	struct vq_stats stats;
