@@ -147,7 +147,7 @@ static const char *const vu_names[VU_REQUEST_MAX] = {
 
 static inline const char *vu_req_name(uint32_t req)
 {
-	return req < VU_REQUEST_MAX && vu_names[req] ? vu_names[req] : "unknown";
+	return req < VU_REQUEST_MAX && vu_names[req] ? vu_names[req] : "unknown request";
 }
 
 /* Requests the front end waits a reply for, REPLY_ACK or not. */

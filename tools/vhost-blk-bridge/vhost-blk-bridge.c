@@ -52,110 +52,11 @@
 #include <linux/virtio_ring.h>
 
 #include "vhost_blk_uapi.h"
+#include "../include/vhost_user_wire.h"
 
 #define PROG			"vhost-blk-bridge"
 #define VHOST_BLK_DEV		"/dev/vhost-blk"
 #define MAX_QUEUES_PARAM	"/sys/module/vhost_blk/parameters/max_queues"
-
-/* vhost-user wire format (QEMU's docs/interop/vhost-user.rst). */
-#define VU_VERSION		0x1
-#define VU_FLAG_REPLY		0x4
-#define VU_FLAG_NEED_REPLY	0x8
-#define VU_FLAGS_KNOWN		(0x3 | VU_FLAG_REPLY | VU_FLAG_NEED_REPLY)
-#define VU_MAX_PAYLOAD		4096
-#define VU_MAX_FDS		8
-#define VU_MAX_REGIONS		8
-#define VU_CONFIG_MAX		256
-#define VU_RING_INDEX_MASK	0xffULL
-#define VU_RING_NOFD		(1ULL << 8)
-
-#define VU_F_PROTOCOL_FEATURES	30
-
-#define VU_PF_MQ		0
-#define VU_PF_REPLY_ACK		3
-#define VU_PF_CONFIG		9
-#define VU_PF_RESET_DEVICE	13
-
-enum vu_request {
-	VU_GET_FEATURES = 1,
-	VU_SET_FEATURES = 2,
-	VU_SET_OWNER = 3,
-	VU_RESET_OWNER = 4,
-	VU_SET_MEM_TABLE = 5,
-	VU_SET_LOG_BASE = 6,
-	VU_SET_LOG_FD = 7,
-	VU_SET_VRING_NUM = 8,
-	VU_SET_VRING_ADDR = 9,
-	VU_SET_VRING_BASE = 10,
-	VU_GET_VRING_BASE = 11,
-	VU_SET_VRING_KICK = 12,
-	VU_SET_VRING_CALL = 13,
-	VU_SET_VRING_ERR = 14,
-	VU_GET_PROTOCOL_FEATURES = 15,
-	VU_SET_PROTOCOL_FEATURES = 16,
-	VU_GET_QUEUE_NUM = 17,
-	VU_SET_VRING_ENABLE = 18,
-	VU_GET_CONFIG = 24,
-	VU_SET_CONFIG = 25,
-	VU_GET_INFLIGHT_FD = 31,
-	VU_RESET_DEVICE = 34,
-	VU_GET_MAX_MEM_SLOTS = 36,
-	VU_GET_STATUS = 40,
-	VU_REQUEST_MAX = 41,
-};
-
-struct vu_header {
-	uint32_t request;
-	uint32_t flags;
-	uint32_t size;
-} __attribute__((packed));
-
-struct vu_region {
-	uint64_t gpa;
-	uint64_t size;
-	uint64_t uaddr;
-	uint64_t offset;
-};
-
-struct vu_memory {
-	uint32_t nregions;
-	uint32_t padding;
-	struct vu_region regions[VU_MAX_REGIONS];
-};
-
-struct vu_vring_state {
-	uint32_t index;
-	uint32_t num;
-};
-
-struct vu_vring_addr {
-	uint32_t index;
-	uint32_t flags;
-	uint64_t desc;
-	uint64_t used;
-	uint64_t avail;
-	uint64_t log;
-};
-
-struct vu_config {
-	uint32_t offset;
-	uint32_t size;
-	uint32_t flags;
-	uint8_t data[VU_CONFIG_MAX];
-};
-
-/* The payload is kept aligned; header and payload go out as two iovecs. */
-struct vu_msg {
-	struct vu_header hdr;
-	union {
-		uint64_t u64;
-		struct vu_vring_state state;
-		struct vu_vring_addr addr;
-		struct vu_memory memory;
-		struct vu_config config;
-		uint8_t raw[VU_MAX_PAYLOAD];
-	};
-};
 
 /* struct virtio_blk_config as the spec lays it out, little endian. */
 struct blk_config {
@@ -181,51 +82,6 @@ struct blk_config {
 	uint8_t write_zeroes_may_unmap;
 	uint8_t unused1[3];
 } __attribute__((packed));
-
-/* Requests the bridge takes apart; the rest are answered "unsupported". */
-static const char *const vu_names[VU_REQUEST_MAX] = {
-	[VU_GET_FEATURES] = "GET_FEATURES",
-	[VU_SET_FEATURES] = "SET_FEATURES",
-	[VU_SET_OWNER] = "SET_OWNER",
-	[VU_RESET_OWNER] = "RESET_OWNER",
-	[VU_SET_MEM_TABLE] = "SET_MEM_TABLE",
-	[VU_SET_LOG_BASE] = "SET_LOG_BASE",
-	[VU_SET_LOG_FD] = "SET_LOG_FD",
-	[VU_SET_VRING_NUM] = "SET_VRING_NUM",
-	[VU_SET_VRING_ADDR] = "SET_VRING_ADDR",
-	[VU_SET_VRING_BASE] = "SET_VRING_BASE",
-	[VU_GET_VRING_BASE] = "GET_VRING_BASE",
-	[VU_SET_VRING_KICK] = "SET_VRING_KICK",
-	[VU_SET_VRING_CALL] = "SET_VRING_CALL",
-	[VU_SET_VRING_ERR] = "SET_VRING_ERR",
-	[VU_GET_PROTOCOL_FEATURES] = "GET_PROTOCOL_FEATURES",
-	[VU_SET_PROTOCOL_FEATURES] = "SET_PROTOCOL_FEATURES",
-	[VU_GET_QUEUE_NUM] = "GET_QUEUE_NUM",
-	[VU_SET_VRING_ENABLE] = "SET_VRING_ENABLE",
-	[VU_GET_CONFIG] = "GET_CONFIG",
-	[VU_SET_CONFIG] = "SET_CONFIG",
-	[VU_GET_INFLIGHT_FD] = "GET_INFLIGHT_FD",
-	[VU_RESET_DEVICE] = "RESET_DEVICE",
-	[VU_GET_MAX_MEM_SLOTS] = "GET_MAX_MEM_SLOTS",
-	[VU_GET_STATUS] = "GET_STATUS",
-};
-
-/* Requests whose answer is a message of their own (not a REPLY_ACK). */
-static bool vu_has_reply(uint32_t req)
-{
-	switch (req) {
-	case VU_GET_FEATURES:
-	case VU_GET_PROTOCOL_FEATURES:
-	case VU_GET_VRING_BASE:
-	case VU_GET_QUEUE_NUM:
-	case VU_GET_CONFIG:
-	case VU_GET_INFLIGHT_FD:
-	case VU_GET_MAX_MEM_SLOTS:
-	case VU_GET_STATUS:
-		return true;
-	}
-	return false;
-}
 
 #define MAX_QUEUES		128	/* vhost-blk's own limit */
 
@@ -291,7 +147,7 @@ struct bridge {
 	uint64_t seq, connections, messages, errors, rebuilds;
 };
 
-static void logmsg(const char *fmt, ...)
+void logmsg(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -300,13 +156,6 @@ static void logmsg(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
-}
-
-static const char *req_name(uint32_t req)
-{
-	if (req < VU_REQUEST_MAX && vu_names[req])
-		return vu_names[req];
-	return "unknown request";
 }
 
 static void close_fd(int *fd)
@@ -678,22 +527,7 @@ static void write_stats(struct bridge *b)
 
 static int reply(struct bridge *b, struct vu_msg *msg, size_t size)
 {
-	struct iovec iov[2] = {
-		{ .iov_base = &msg->hdr, .iov_len = sizeof(msg->hdr) },
-		{ .iov_base = msg->raw, .iov_len = size },
-	};
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
-	ssize_t n;
-
-	msg->hdr.flags = VU_VERSION | VU_FLAG_REPLY;
-	msg->hdr.size = size;
-	n = sendmsg(b->conn_fd, &mh, MSG_NOSIGNAL);
-	if (n != (ssize_t)(sizeof(msg->hdr) + size)) {
-		logmsg("sending the reply to %s: %s", req_name(msg->hdr.request),
-		       n < 0 ? strerror(errno) : "short write");
-		return -EPIPE;
-	}
-	return 0;
+	return vu_reply(b->conn_fd, msg, size);
 }
 
 static int reply_u64(struct bridge *b, struct vu_msg *msg, uint64_t val)
@@ -790,7 +624,7 @@ static int set_vring_fd(struct bridge *b, struct vu_msg *msg, int *fds,
 {
 	uint64_t v = msg->u64;
 	uint32_t idx = v & VU_RING_INDEX_MASK;
-	const char *name = req_name(msg->hdr.request);
+	const char *name = vu_req_name(msg->hdr.request);
 	struct vhost_vring_file f = { .index = idx, .fd = -1 };
 	unsigned long cmd;
 	struct ring *r;
@@ -886,7 +720,7 @@ static int handle(struct bridge *b, struct vu_msg *msg, int *fds,
 		  unsigned int nfds)
 {
 	uint32_t req = msg->hdr.request, size = msg->hdr.size;
-	const char *name = req_name(req);
+	const char *name = vu_req_name(req);
 	struct ring *r;
 	int ret;
 
@@ -1076,79 +910,6 @@ static int handle(struct bridge *b, struct vu_msg *msg, int *fds,
 
 /* ---- the connection ---- */
 
-/*
- * Reads one message and its file descriptors. Returns 0, or 1 when the
- * connection must be closed (peer gone, or a message we cannot parse past).
- * *truncated says more than VU_MAX_FDS came with it.
- */
-static int receive(struct bridge *b, struct vu_msg *msg, int *fds,
-		   unsigned int *nfds, bool *truncated)
-{
-	char cbuf[CMSG_SPACE(VU_MAX_FDS * sizeof(int))];
-	struct iovec iov = { .iov_base = &msg->hdr, .iov_len = sizeof(msg->hdr) };
-	struct msghdr mh = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *c;
-	ssize_t n;
-
-	*nfds = 0;
-	do
-		n = recvmsg(b->conn_fd, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-	while (n < 0 && errno == EINTR);
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		unsigned int i, k;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (i = 0; i < k; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
-			if (*nfds < VU_MAX_FDS)
-				fds[(*nfds)++] = fd;
-			else
-				close(fd);
-		}
-	}
-	if (n == 0)
-		return 1;
-	if (n != sizeof(msg->hdr)) {
-		logmsg("connection: %s in a message header",
-		       n < 0 ? strerror(errno) : "peer closed");
-		return 1;
-	}
-	if ((msg->hdr.flags & 0x3) != VU_VERSION ||
-	    msg->hdr.flags & ~VU_FLAGS_KNOWN) {
-		logmsg("connection: message flags %#x (protocol version 1 expected); closing",
-		       msg->hdr.flags);
-		return 1;
-	}
-	if (msg->hdr.size > VU_MAX_PAYLOAD) {
-		logmsg("connection: %s with a %u-byte payload (at most %u); closing",
-		       req_name(msg->hdr.request), msg->hdr.size, VU_MAX_PAYLOAD);
-		return 1;
-	}
-	/* The fds past VU_MAX_FDS were closed by the kernel. */
-	*truncated = mh.msg_flags & MSG_CTRUNC;
-	memset(msg->raw, 0, sizeof(msg->raw));
-	if (!msg->hdr.size)
-		return 0;
-	do
-		n = recv(b->conn_fd, msg->raw, msg->hdr.size, MSG_WAITALL);
-	while (n < 0 && errno == EINTR);
-	if (n != msg->hdr.size) {
-		logmsg("connection: %s: %s after %zd of %u payload bytes; closing",
-		       req_name(msg->hdr.request),
-		       n < 0 ? strerror(errno) : "peer closed", n < 0 ? 0 : n,
-		       msg->hdr.size);
-		return 1;
-	}
-	return 0;
-}
-
 static void disconnect(struct bridge *b)
 {
 	reset_device(b);
@@ -1167,7 +928,7 @@ static int serve_one(struct bridge *b)
 	bool need_reply, truncated;
 	int ret;
 
-	ret = receive(b, &msg, fds, &nfds, &truncated);
+	ret = vu_receive(b->conn_fd, &msg, fds, &nfds, &truncated);
 	if (ret) {
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);
@@ -1176,10 +937,10 @@ static int serve_one(struct bridge *b)
 	b->messages++;
 	need_reply = msg.hdr.flags & VU_FLAG_NEED_REPLY;
 	if (b->verbose)
-		logmsg("<- %s (%u bytes, %u fds)", req_name(msg.hdr.request),
+		logmsg("<- %s (%u bytes, %u fds)", vu_req_name(msg.hdr.request),
 		       msg.hdr.size, nfds);
 	if (truncated) {
-		logmsg("%s: more than %u file descriptors", req_name(msg.hdr.request),
+		logmsg("%s: more than %u file descriptors", vu_req_name(msg.hdr.request),
 		       VU_MAX_FDS);
 		ret = vu_has_reply(msg.hdr.request) ? 1 : -EINVAL;
 	} else {
@@ -1193,7 +954,7 @@ static int serve_one(struct bridge *b)
 	}
 	if (ret) {
 		b->errors++;
-		logmsg("%s refused: %s", req_name(msg.hdr.request), strerror(-ret));
+		logmsg("%s refused: %s", vu_req_name(msg.hdr.request), strerror(-ret));
 	}
 	if (need_reply && !vu_has_reply(msg.hdr.request) &&
 	    b->protocol_features & (1ULL << VU_PF_REPLY_ACK))
@@ -1336,32 +1097,8 @@ static int probe_kernel(struct bridge *b)
 
 static int listen_on(struct bridge *b)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct stat st;
-	int fd;
-
-	if (strlen(b->socket_path) >= sizeof(sa.sun_path)) {
-		logmsg("socket path %s is too long", b->socket_path);
-		return -1;
-	}
-	strcpy(sa.sun_path, b->socket_path);
-	if (!lstat(b->socket_path, &st)) {
-		if (!S_ISSOCK(st.st_mode)) {
-			logmsg("%s exists and is not a socket", b->socket_path);
-			return -1;
-		}
-		unlink(b->socket_path);
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(fd, 1)) {
-		logmsg("cannot listen on %s: %m", b->socket_path);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	b->listen_fd = fd;
-	return 0;
+	b->listen_fd = vu_listen(b->socket_path);
+	return b->listen_fd < 0 ? -1 : 0;
 }
 
 static void accept_one(struct bridge *b)
