@@ -30,7 +30,7 @@ BOOTS=(
 	"pt|--cpus 2 --disk file:queues=2 --disk file --disk file:ro --append virtio_blk.num_poll_queues=1|pt"
 	"vhost|--cpus 2 --disk file:queues=2 --append brd.rd_nr=2 --append brd.rd_size=65536 --append null_blk.nr_devices=1 --append null_blk.memory_backed=1 --append null_blk.gb=1 --append null_blk.discard=1|vhost"
 	"bridge|--cpus 2 --no-disk --append brd.rd_nr=2 --append brd.rd_size=262144|bridge"
-	"virtiofs|--cpus 4 --no-disk --virtiofs tag=fs1,queues=1 --virtiofs tag=fs2,queues=2 --virtiofs tag=fs4,queues=4|virtiofs"
+	"virtiofs|--cpus 4 --no-disk --virtiofs tag=fs1,queues=1 --virtiofs tag=fs2,queues=2 --virtiofs tag=fs4,queues=4,threads=2|virtiofs"
 )
 
 passed=0 failed=0 skipped=0 n=0
@@ -79,13 +79,18 @@ step "fio: cmd_type=vblk host-side checks (tools/fio/host-check.sh)" "$TOP/tools
 # vufsd (tools/vufsd) against a scripted vhost-user-fs front end on the host:
 # one result per scenario; the failing checks are printed.
 mkdir -p "$BUILD/logs"
-# The last two run the rings busy-polling (--busy-poll) instead of sleeping.
-for scen in ops queues malformed escape disconnect reset ops:poll disconnect:poll; do
+# Then again with rings busy-polling (:poll, --busy-poll) instead of
+# sleeping, and with three workers per request queue (:threads, --threads).
+for scen in ops queues malformed escape disconnect reset ops:poll disconnect:poll \
+	ops:threads queues:threads disconnect:threads reset:threads; do
 	log=$BUILD/logs/vufs-${scen/:/-}.log
 	opts=(--queues 2)
-	[[ $scen == *:poll ]] && opts+=(--busy-poll 200)
+	case $scen in
+	*:poll) opts+=(--busy-poll 200) ;;
+	*:threads) opts+=(--threads 3) ;;
+	esac
 	if timeout 600 /usr/bin/python3 "$TOP/tests/tools/vufs_test.py" --daemon vufsd \
-		--bin "$BUILD/tools/vufsd" "${opts[@]}" "${scen%:poll}" >"$log" 2>&1; then
+		--bin "$BUILD/tools/vufsd" "${opts[@]}" "${scen%:*}" >"$log" 2>&1; then
 		result OK "vufsd: $scen ($(tail -n 1 "$log"))"
 	else
 		grep -E "^not ok|Traceback|Error" "$log" | head -n 20 | sed 's/^/# /'
