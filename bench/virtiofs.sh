@@ -48,5 +48,6 @@ echo "per-queue share of the requests (vufsd, whole run; vq 0 is hiprio):"
 for tag in vufsd-1 "vufsd-$queues"; do
 	printf '  %-9s' "$tag"
 	awk '$1 == "vq" { printf " vq%s %s", $2, $4 } $1 == "cpu_us" { cpu = $2 }
-		END { printf "  (daemon CPU %.1f s)\n", cpu / 1e6 }' "$run/fs-$tag.stats"
+		$1 == "op" { ops = ops " " $2 " " $3 }
+		END { printf "  (daemon CPU %.1f s)\n            by opcode:%s\n", cpu / 1e6, ops }' "$run/fs-$tag.stats"
 done

@@ -239,7 +239,7 @@ class Stats:
                 lines = f.read().splitlines()
         except FileNotFoundError:
             return None
-        out = {"vq": {}}
+        out = {"vq": {}, "op": {}}
         try:
             for line in lines:
                 words = line.split()
@@ -248,6 +248,8 @@ class Stats:
                 if words[0] == "vq":
                     out["vq"][int(words[1])] = {
                         k: int(v) for k, v in zip(words[2::2], words[3::2])}
+                elif words[0] == "op" and len(words) == 3:
+                    out["op"][words[1]] = int(words[2])
                 elif len(words) == 2:
                     out[words[0]] = int(words[1])
                 else:
@@ -1010,6 +1012,12 @@ def scenario_queues(ctx):
                     "errors": 0, "malformed": 0}
             t.ok(d == want, f"queues: vq {q} counters moved by {d}, "
                  f"want {want}")
+        sent = Counter(fp.op_name(r.opcode) for r in reqs + hi)
+        got = {k: after["op"].get(k, 0) - before["op"].get(k, 0)
+               for k in set(after["op"]) | set(before["op"])}
+        got = {k: v for k, v in got.items() if v}
+        t.ok(got == dict(sent), f"queues: per-opcode counters moved by "
+             f"{got}, want {dict(sent)}")
         ctx.expect("queues: RELEASE", s.release(node, fh))
 
 

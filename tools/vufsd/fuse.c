@@ -1539,6 +1539,22 @@ static bool find_names(struct req *r, const struct op *op, size_t avail)
 	return true;
 }
 
+/* Requests per opcode, all queues together (the stats file's op lines). */
+static uint64_t op_count[ARRAY_SIZE(ops)];
+
+void fuse_op_counts(void (*fn)(const char *name, uint64_t n, void *arg),
+		    void *arg)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(ops); i++) {
+		uint64_t n = __atomic_load_n(&op_count[i], __ATOMIC_RELAXED);
+
+		if (n && ops[i].name)
+			fn(ops[i].name, n, arg);
+	}
+}
+
 size_t fuse_serve(struct fuse_ctx *c, const struct chain *ch)
 {
 	struct req r = { .c = c, .ch = ch };
@@ -1558,6 +1574,7 @@ size_t fuse_serve(struct fuse_ctx *c, const struct chain *ch)
 			logmsg("FUSE opcode %u is not supported", r.h.opcode);
 		return reply(&r, -ENOSYS);
 	}
+	__atomic_fetch_add(&op_count[r.h.opcode], 1, __ATOMIC_RELAXED);
 	copy = ch->out_len;
 	if (r.h.opcode == FUSE_WRITE && copy > sizeof(r.h) + op->in)
 		copy = sizeof(r.h) + op->in;	/* the data stays in the guest */

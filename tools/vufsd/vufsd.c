@@ -99,6 +99,20 @@ static uint64_t load(const uint64_t *c)
 	return __atomic_load_n(c, __ATOMIC_RELAXED);
 }
 
+struct stats_buf {
+	char *buf;
+	size_t len, size;
+};
+
+static void stats_op(const char *name, uint64_t n, void *arg)
+{
+	struct stats_buf *sb = arg;
+
+	if (sb->len < sb->size - 64)
+		sb->len += snprintf(sb->buf + sb->len, sb->size - sb->len,
+				    "op %s %" PRIu64 "\n", name, n);
+}
+
 /*
  * Rewrites the stats file in place (readers see one inode, however they
  * cache names). A reader that needs counters covering its own requests
@@ -140,6 +154,12 @@ static void write_stats(void)
 				p->malformed + load(&s->malformed),
 				p->kicks + load(&s->kicks),
 				p->notifies + load(&s->notifies));
+	}
+	{
+		struct stats_buf sb = { buf, len, sizeof(buf) };
+
+		fuse_op_counts(stats_op, &sb);
+		len = sb.len;
 	}
 	if (pwrite(d.stats_fd, buf, len, 0) != (ssize_t)len ||
 	    ftruncate(d.stats_fd, len))

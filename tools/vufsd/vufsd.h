@@ -158,5 +158,8 @@ size_t fuse_serve(struct fuse_ctx *c, const struct chain *ch);
 /* Forgets every inode and closes every file: the guest has gone. */
 void fuse_reset(void);
 void fuse_counts(uint64_t *inodes, uint64_t *handles);
+/* Calls fn for every opcode served so far, with its count. */
+void fuse_op_counts(void (*fn)(const char *name, uint64_t n, void *arg),
+		    void *arg);
 
 #endif
