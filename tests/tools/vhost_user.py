@@ -114,6 +114,32 @@ def bit(features, b):
     return bool(features >> b & 1)
 
 
+class Tap:
+    """Test results printed as they come, numbered TAP lines:
+    `ok N - desc`, `not ok N - desc`, `ok N - desc # SKIP why`, `# diag`."""
+
+    def __init__(self):
+        self.n = self.passed = self.failed = self.skipped = 0
+
+    def ok(self, cond, desc):
+        self.n += 1
+        if cond:
+            self.passed += 1
+        else:
+            self.failed += 1
+        print(f"{'ok' if cond else 'not ok'} {self.n} - {desc}", flush=True)
+        return bool(cond)
+
+    def skip(self, desc, why):
+        self.n += 1
+        self.skipped += 1
+        print(f"ok {self.n} - {desc} # SKIP {why}", flush=True)
+
+    def diag(self, msg):
+        for line in str(msg).splitlines():
+            print(f"# {line}", flush=True)
+
+
 class VhostUserError(Exception):
     """The backend answered wrongly, refused a message, or broke a ring."""
 

@@ -64,30 +64,6 @@ DEFAULT_SCENARIOS = ("io", "restart", "disconnect", "malformed", "reset",
                      "reset-busy")
 
 
-class Tap:
-    def __init__(self):
-        self.n = self.passed = self.failed = self.skipped = 0
-
-    def ok(self, cond, desc):
-        self.n += 1
-        if cond:
-            self.passed += 1
-            print(f"ok {self.n} - {desc}", flush=True)
-        else:
-            self.failed += 1
-            print(f"not ok {self.n} - {desc}", flush=True)
-        return bool(cond)
-
-    def skip(self, desc, why):
-        self.n += 1
-        self.skipped += 1
-        print(f"ok {self.n} - {desc} # SKIP {why}", flush=True)
-
-    def diag(self, msg):
-        for line in str(msg).splitlines():
-            print(f"# {line}", flush=True)
-
-
 class Stats:
     """vhost-blk-bridge's stats file, refreshed on demand with SIGUSR1."""
 
@@ -1162,7 +1138,7 @@ def main():
     if args.stats and not args.pid:
         p.error("--stats needs --pid (to send SIGUSR1)")
 
-    tap = Tap()
+    tap = vu.Tap()
     ctx = Ctx(args, tap)
     print("KTAP version 1", flush=True)
     tap.diag(f"socket {args.socket}, seed {ctx.seed:#x}, scenarios "

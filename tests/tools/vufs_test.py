@@ -9,8 +9,8 @@ Starts the daemon itself on a fresh temporary directory (share/ is the
 shared directory; outside/, an empty sentinel, and victim, a file, sit
 next to it), runs the scenarios through tests/tools/vhost_user.py and
 fuse_proto.py, checks every result against the host directory, and stops
-the daemon at the end whatever happens. Prints one line per check (`ok -`,
-`not ok -`, `ok - ... # SKIP why`) and `N checks, N failed`; exits 1 if a
+the daemon at the end whatever happens. Prints one line per check (`ok N -`,
+`not ok N -`, `ok N - ... # SKIP why`) and `N checks, N failed`; exits 1 if a
 check failed.
 
 Scenarios (default: all):
@@ -66,27 +66,6 @@ DT_DIR, DT_REG, DT_LNK = 4, 8, 10
 XATTR_CREATE = 1
 STAT_KEYS = ("requests", "bytes_in", "bytes_out", "errors", "malformed")
 FALLOC_FL_KEEP_SIZE = 1
-
-
-class Tap:
-    def __init__(self):
-        self.n = self.failed = self.skipped = 0
-
-    def ok(self, cond, desc):
-        self.n += 1
-        if not cond:
-            self.failed += 1
-        print(f"{'ok' if cond else 'not ok'} - {desc}", flush=True)
-        return bool(cond)
-
-    def skip(self, desc, why):
-        self.n += 1
-        self.skipped += 1
-        print(f"ok - {desc} # SKIP {why}", flush=True)
-
-    def diag(self, msg):
-        for line in str(msg).splitlines():
-            print(f"# {line}", flush=True)
 
 
 class DaemonDied(Exception):
@@ -2014,7 +1993,7 @@ def main():
     for sub in ("share", "outside"):
         os.mkdir(os.path.join(workdir, sub))
     write_file(os.path.join(workdir, "victim"), b"victim\n")
-    tap = Tap()
+    tap = vu.Tap()
     daemon = Daemon(args, workdir)
     ctx = Ctx(args, tap, daemon)
     tap.diag(f"{args.daemon} {args.bin}, {ctx.nreq} request queue(s), "

@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The vhost-user wire format (QEMU's docs/interop/vhost-user.rst) and the
- * three socket chores every back end here needs: listen, receive a message
- * with its file descriptors, send a reply. Header-only; the includer
- * provides logmsg().
+ * The vhost-user wire format (QEMU's docs/interop/vhost-user.rst), the
+ * socket chores every back end here needs (listen, receive a message with
+ * its file descriptors, send a reply), and the checks of the messages whose
+ * rules do not depend on the device: payload sizes, vring numbers and
+ * addresses, and the memory table, which is also mapped here.
+ * Header-only; the includer provides logmsg().
  */
 #ifndef VHOST_USER_WIRE_H
 #define VHOST_USER_WIRE_H
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -260,6 +264,202 @@ static inline int vu_reply(int fd, struct vu_msg *msg, size_t size)
 		return -EPIPE;
 	}
 	return 0;
+}
+
+/*
+ * The payload size and file descriptors of a message: 0, -EINVAL (refuse
+ * it), or 1 (close the connection: a GET_* cannot be answered).
+ */
+static inline int vu_check_msg(const struct vu_msg *msg, unsigned int nfds)
+{
+	static const uint32_t fixed[VU_REQUEST_MAX] = {
+		[VU_SET_FEATURES] = 8, [VU_SET_PROTOCOL_FEATURES] = 8,
+		[VU_SET_VRING_NUM] = 8, [VU_SET_VRING_BASE] = 8,
+		[VU_GET_VRING_BASE] = 8, [VU_SET_VRING_ENABLE] = 8,
+		[VU_SET_VRING_KICK] = 8, [VU_SET_VRING_CALL] = 8,
+		[VU_SET_VRING_ERR] = 8,
+		[VU_SET_VRING_ADDR] = sizeof(struct vu_vring_addr),
+	};
+	uint32_t req = msg->hdr.request, size = msg->hdr.size;
+	const char *name = vu_req_name(req);
+
+	switch (req) {
+	case VU_SET_MEM_TABLE:
+	case VU_GET_CONFIG:
+	case VU_SET_CONFIG:
+		break;
+	default:
+		if (req < VU_REQUEST_MAX && vu_names[req] && size != fixed[req]) {
+			logmsg("%s: payload of %u bytes, expected %u", name, size,
+			       fixed[req]);
+			return vu_has_reply(req) ? 1 : -EINVAL;
+		}
+	}
+	switch (req) {
+	case VU_SET_MEM_TABLE:
+	case VU_SET_VRING_KICK:
+	case VU_SET_VRING_CALL:
+	case VU_SET_VRING_ERR:
+		break;
+	default:
+		if (nfds) {
+			logmsg("%s: %u unexpected file descriptors", name, nfds);
+			return vu_has_reply(req) ? 1 : -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/*
+ * What a back end answers to a request it does not handle: the GET_*s whose
+ * protocol features it never offered close the connection (1), the rest
+ * are refused.
+ */
+static inline int vu_unsupported(uint32_t req)
+{
+	const char *name = vu_req_name(req);
+
+	switch (req) {
+	case VU_GET_CONFIG:
+	case VU_GET_INFLIGHT_FD:
+	case VU_GET_MAX_MEM_SLOTS:
+	case VU_GET_STATUS:
+		logmsg("%s: not offered; closing the connection", name);
+		return 1;
+	case VU_SET_LOG_BASE:
+	case VU_SET_LOG_FD:
+		logmsg("%s: dirty logging is not supported", name);
+		return -EOPNOTSUPP;
+	default:
+		logmsg("request %u (%s) is not supported", req, name);
+		return -EOPNOTSUPP;
+	}
+}
+
+/* SET_VRING_NUM: a split ring of a power-of-2 size up to 32768. */
+static inline int vu_check_vring_num(const struct vu_vring_state *s)
+{
+	if (!s->num || s->num > 32768 || (s->num & (s->num - 1))) {
+		logmsg("SET_VRING_NUM: vring %u: size %u is not a power of 2 up to 32768",
+		       s->index, s->num);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* SET_VRING_BASE: a 16-bit split-ring index. */
+static inline int vu_check_vring_base(const struct vu_vring_state *s)
+{
+	if (s->num > 0xffff) {
+		logmsg("SET_VRING_BASE: vring %u: base %u is not a split-ring index",
+		       s->index, s->num);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* SET_VRING_ENABLE: 0 or 1. */
+static inline int vu_check_vring_enable(const struct vu_vring_state *s)
+{
+	if (s->num > 1) {
+		logmsg("SET_VRING_ENABLE: vring %u: %u is not 0 or 1", s->index,
+		       s->num);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* SET_VRING_ADDR: no dirty logging, and the alignment split rings need. */
+static inline int vu_check_vring_addr(const struct vu_vring_addr *a)
+{
+	if (a->flags) {
+		logmsg("SET_VRING_ADDR: vring %u: flags %#x (dirty logging is not supported)",
+		       a->index, a->flags);
+		return -EINVAL;
+	}
+	if (a->desc % 16 || a->avail % 2 || a->used % 4) {
+		logmsg("SET_VRING_ADDR: vring %u: misaligned ring addresses",
+		       a->index);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A guest memory region as a back end maps it. */
+struct vu_region_map {
+	uint64_t gpa;		/* guest-physical start */
+	uint64_t size;
+	uint64_t uaddr;		/* start in the VMM's address space */
+	uint64_t offset;	/* of the region in its fd */
+	uint8_t *map;		/* our mapping of the fd, from offset 0 */
+	size_t map_len;
+};
+
+static inline void vu_unmap_regions(struct vu_region_map *r, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		munmap(r[i].map, r[i].map_len);
+}
+
+/*
+ * SET_MEM_TABLE: checks every region (one fd each, no wrap-around, within
+ * its fd, so no access can fault) and maps it. Returns the number of
+ * regions, or -EINVAL with nothing left mapped.
+ */
+static inline int vu_map_mem_table(const struct vu_msg *msg, const int *fds,
+				   unsigned int nfds, struct vu_region_map *out)
+{
+	const struct vu_memory *mem = &msg->memory;
+	unsigned int i, n = mem->nregions;
+	struct stat st;
+
+	if (msg->hdr.size < 8 || n == 0 || n > VU_MAX_REGIONS ||
+	    msg->hdr.size != 8 + n * sizeof(struct vu_region)) {
+		logmsg("SET_MEM_TABLE: %u regions in %u bytes", n, msg->hdr.size);
+		return -EINVAL;
+	}
+	if (nfds != n) {
+		logmsg("SET_MEM_TABLE: %u regions but %u file descriptors", n, nfds);
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		const struct vu_region *vr = &mem->regions[i];
+		struct vu_region_map *r = &out[i];
+
+		if (!vr->size || vr->gpa + vr->size < vr->gpa ||
+		    vr->uaddr + vr->size < vr->uaddr ||
+		    vr->offset + vr->size < vr->offset) {
+			logmsg("SET_MEM_TABLE: region %u (gpa %#" PRIx64 " size %#"
+			       PRIx64 " offset %#" PRIx64 ") is invalid", i,
+			       vr->gpa, vr->size, vr->offset);
+			goto fail;
+		}
+		if (fstat(fds[i], &st) ||
+		    (uint64_t)st.st_size < vr->offset + vr->size) {
+			logmsg("SET_MEM_TABLE: region %u: offset %#" PRIx64 " + size %#"
+			       PRIx64 " is beyond its fd's %#" PRIx64 " bytes", i,
+			       vr->offset, vr->size, (uint64_t)st.st_size);
+			goto fail;
+		}
+		r->gpa = vr->gpa;
+		r->size = vr->size;
+		r->uaddr = vr->uaddr;
+		r->offset = vr->offset;
+		r->map_len = vr->offset + vr->size;
+		r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE,
+			      MAP_SHARED, fds[i], 0);
+		if (r->map == MAP_FAILED) {
+			logmsg("SET_MEM_TABLE: region %u: cannot map %#zx bytes of its fd: %s",
+			       i, r->map_len, strerror(errno));
+			goto fail;
+		}
+	}
+	return n;
+fail:
+	vu_unmap_regions(out, i);
+	return -EINVAL;
 }
 
 /* Listens on path, replacing a stale socket but nothing else. */

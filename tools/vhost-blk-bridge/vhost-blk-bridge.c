@@ -104,12 +104,6 @@ struct ring {
 	struct vhost_blk_vring_stats total;	/* of earlier kernel devices */
 };
 
-struct region {
-	uint64_t gpa, size, uaddr, offset;
-	uint8_t *map;
-	size_t map_len;
-};
-
 struct bridge {
 	/* Options. */
 	const char *socket_path;
@@ -136,7 +130,7 @@ struct bridge {
 	uint64_t features;
 	bool features_set;
 	uint64_t protocol_features;
-	struct region regions[VU_MAX_REGIONS];
+	struct vu_region_map regions[VU_MAX_REGIONS];
 	unsigned int nregions;
 	bool mem_set;
 	bool dirty;			/* kernel device must be rebuilt */
@@ -196,7 +190,7 @@ static void *vmm_to_local(struct bridge *b, uint64_t addr, uint64_t len)
 	unsigned int i;
 
 	for (i = 0; i < b->nregions; i++) {
-		struct region *r = &b->regions[i];
+		struct vu_region_map *r = &b->regions[i];
 
 		if (addr >= r->uaddr && addr - r->uaddr < r->size &&
 		    len <= r->size - (addr - r->uaddr))
@@ -440,10 +434,7 @@ fail:
 
 static void unmap_memory(struct bridge *b)
 {
-	unsigned int i;
-
-	for (i = 0; i < b->nregions; i++)
-		munmap(b->regions[i].map, b->regions[i].map_len);
+	vu_unmap_regions(b->regions, b->nregions);
 	b->nregions = 0;
 	b->mem_set = false;
 }
@@ -539,53 +530,17 @@ static int reply_u64(struct bridge *b, struct vu_msg *msg, uint64_t val)
 static int set_mem_table(struct bridge *b, struct vu_msg *msg, int *fds,
 			 unsigned int nfds)
 {
-	struct vu_memory *mem = &msg->memory;
-	struct region new[VU_MAX_REGIONS];
-	unsigned int i, n;
+	struct vu_region_map new[VU_MAX_REGIONS];
+	unsigned int i;
+	int n;
 
-	if (msg->hdr.size < 8)
-		return -EINVAL;
-	n = mem->nregions;
-	if (n == 0 || n > VU_MAX_REGIONS ||
-	    msg->hdr.size != 8 + n * sizeof(struct vu_region)) {
-		logmsg("SET_MEM_TABLE: %u regions in %u bytes", n, msg->hdr.size);
-		return -EINVAL;
-	}
-	if (nfds != n) {
-		logmsg("SET_MEM_TABLE: %u regions but %u file descriptors", n, nfds);
-		return -EINVAL;
-	}
-	memset(new, 0, sizeof(new));
-	for (i = 0; i < n; i++) {
-		struct vu_region *vr = &mem->regions[i];
-		struct region *r = &new[i];
-
-		r->gpa = vr->gpa;
-		r->size = vr->size;
-		r->uaddr = vr->uaddr;
-		r->offset = vr->offset;
-		if (!r->size || r->gpa + r->size < r->gpa ||
-		    r->uaddr + r->size < r->uaddr ||
-		    r->offset + r->size < r->offset) {
-			logmsg("SET_MEM_TABLE: region %u (gpa %#" PRIx64 " size %#"
-			       PRIx64 " offset %#" PRIx64 ") is invalid", i,
-			       r->gpa, r->size, r->offset);
-			goto fail;
-		}
-		r->map_len = r->offset + r->size;
-		r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE,
-			      MAP_SHARED, fds[i], 0);
-		if (r->map == MAP_FAILED) {
-			logmsg("SET_MEM_TABLE: region %u: cannot map %#zx bytes of its fd: %m",
-			       i, r->map_len);
-			r->map = NULL;
-			goto fail;
-		}
-	}
+	n = vu_map_mem_table(msg, fds, nfds, new);
+	if (n < 0)
+		return n;
 	/* The old mapping goes only after the kernel stopped using it. */
 	kernel_stop(b);
 	unmap_memory(b);
-	memcpy(b->regions, new, sizeof(new));
+	memcpy(b->regions, new, n * sizeof(new[0]));
 	b->nregions = n;
 	b->mem_set = true;
 	b->dirty = true;
@@ -593,11 +548,6 @@ static int set_mem_table(struct bridge *b, struct vu_msg *msg, int *fds,
 		if (b->rings[i].addr_set && b->rings[i].num && !ring_fits(b, i))
 			b->rings[i].addr_set = false;
 	return 0;
-fail:
-	for (i = 0; i < n; i++)
-		if (new[i].map)
-			munmap(new[i].map, new[i].map_len);
-	return -EINVAL;
 }
 
 static struct ring *msg_ring(struct bridge *b, uint32_t index, const char *what)
@@ -719,46 +669,14 @@ static int get_config(struct bridge *b, struct vu_msg *msg)
 static int handle(struct bridge *b, struct vu_msg *msg, int *fds,
 		  unsigned int nfds)
 {
-	uint32_t req = msg->hdr.request, size = msg->hdr.size;
+	uint32_t req = msg->hdr.request;
 	const char *name = vu_req_name(req);
 	struct ring *r;
 	int ret;
 
-	/* Fixed payload sizes; the variable ones are checked below. */
-	static const uint32_t fixed[VU_REQUEST_MAX] = {
-		[VU_SET_FEATURES] = 8, [VU_SET_PROTOCOL_FEATURES] = 8,
-		[VU_SET_VRING_NUM] = 8, [VU_SET_VRING_BASE] = 8,
-		[VU_GET_VRING_BASE] = 8, [VU_SET_VRING_ENABLE] = 8,
-		[VU_SET_VRING_KICK] = 8, [VU_SET_VRING_CALL] = 8,
-		[VU_SET_VRING_ERR] = 8,
-		[VU_SET_VRING_ADDR] = sizeof(struct vu_vring_addr),
-	};
-
-	switch (req) {
-	case VU_SET_MEM_TABLE:
-	case VU_GET_CONFIG:
-	case VU_SET_CONFIG:
-		break;
-	default:
-		if (req < VU_REQUEST_MAX && vu_names[req] && size != fixed[req]) {
-			logmsg("%s: payload of %u bytes, expected %u", name, size,
-			       fixed[req]);
-			return vu_has_reply(req) ? 1 : -EINVAL;
-		}
-	}
-	switch (req) {
-	case VU_SET_MEM_TABLE:
-	case VU_SET_VRING_KICK:
-	case VU_SET_VRING_CALL:
-	case VU_SET_VRING_ERR:
-		break;
-	default:
-		if (nfds) {
-			logmsg("%s: %u unexpected file descriptors", name, nfds);
-			return vu_has_reply(req) ? 1 : -EINVAL;
-		}
-	}
-
+	ret = vu_check_msg(msg, nfds);
+	if (ret)
+		return ret;
 	switch (req) {
 	case VU_GET_FEATURES:
 		return reply_u64(b, msg, offered_features(b)) ? 1 : 0;
@@ -800,12 +718,8 @@ static int handle(struct bridge *b, struct vu_msg *msg, int *fds,
 		r = msg_ring(b, msg->state.index, name);
 		if (!r)
 			return -EINVAL;
-		if (!msg->state.num || msg->state.num > 32768 ||
-		    (msg->state.num & (msg->state.num - 1))) {
-			logmsg("SET_VRING_NUM: vring %u: size %u is not a power of 2 up to 32768",
-			       msg->state.index, msg->state.num);
+		if (vu_check_vring_num(&msg->state))
 			return -EINVAL;
-		}
 		if (msg->state.num < b->seg_max + 2)
 			logmsg("vring %u: size %u is below seg_max %u + 2; a guest using seg_max breaks it",
 			       msg->state.index, msg->state.num, b->seg_max);
@@ -818,11 +732,8 @@ static int handle(struct bridge *b, struct vu_msg *msg, int *fds,
 		r = msg_ring(b, msg->state.index, name);
 		if (!r)
 			return -EINVAL;
-		if (msg->state.num > 0xffff) {
-			logmsg("SET_VRING_BASE: vring %u: base %u is not a split-ring index",
-			       msg->state.index, msg->state.num);
+		if (vu_check_vring_base(&msg->state))
 			return -EINVAL;
-		}
 		ring_quiesce(b, r);
 		r->base = msg->state.num;
 		return kernel_apply(b);
@@ -833,16 +744,8 @@ static int handle(struct bridge *b, struct vu_msg *msg, int *fds,
 		r = msg_ring(b, a->index, name);
 		if (!r)
 			return -EINVAL;
-		if (a->flags) {
-			logmsg("SET_VRING_ADDR: vring %u: flags %#x (dirty logging is not supported)",
-			       a->index, a->flags);
+		if (vu_check_vring_addr(a))
 			return -EINVAL;
-		}
-		if (a->desc % 16 || a->avail % 2 || a->used % 4) {
-			logmsg("SET_VRING_ADDR: vring %u: misaligned ring addresses",
-			       a->index);
-			return -EINVAL;
-		}
 		old = r->addr;
 		if (b->mem_set && r->num) {
 			r->addr = *a;
@@ -878,11 +781,8 @@ static int handle(struct bridge *b, struct vu_msg *msg, int *fds,
 		r = msg_ring(b, msg->state.index, name);
 		if (!r)
 			return -EINVAL;
-		if (msg->state.num > 1) {
-			logmsg("SET_VRING_ENABLE: vring %u: %u is not 0 or 1",
-			       msg->state.index, msg->state.num);
+		if (vu_check_vring_enable(&msg->state))
 			return -EINVAL;
-		}
 		r->disabled = !msg->state.num;
 		return kernel_apply(b);
 	case VU_GET_CONFIG:
@@ -892,19 +792,8 @@ static int handle(struct bridge *b, struct vu_msg *msg, int *fds,
 		/* Only the writeback byte is writable, and we offer no WCE. */
 		logmsg("SET_CONFIG: the device configuration is read-only");
 		return -EPERM;
-	case VU_GET_INFLIGHT_FD:
-	case VU_GET_MAX_MEM_SLOTS:
-	case VU_GET_STATUS:
-		/* Their protocol features were never offered. */
-		logmsg("%s: not offered; closing the connection", name);
-		return 1;
-	case VU_SET_LOG_BASE:
-	case VU_SET_LOG_FD:
-		logmsg("%s: dirty logging is not supported", name);
-		return -EOPNOTSUPP;
 	default:
-		logmsg("request %u: %s", req, name);
-		return -EOPNOTSUPP;
+		return vu_unsupported(req);
 	}
 }
 

@@ -1340,10 +1340,12 @@ static int xattr_reply(struct req *r, ssize_t n, uint32_t size)
 	return 0;
 }
 
-static int op_getxattr(struct req *r)
+/* GETXATTR and LISTXATTR: the same arguments, the same two reply forms. */
+static int get_or_list_xattr(struct req *r, bool list)
 {
 	const struct fuse_getxattr_in *in = (const void *)r->arg;
 	struct inode *i = inode_get(r->h.nodeid);
+	void *buf = in->size ? OUT(r) : NULL;
 	size_t size;
 	char path[32];
 	ssize_t n;
@@ -1355,34 +1357,24 @@ static int op_getxattr(struct req *r)
 	if (!ret)
 		ret = xattr_path(i, path);
 	if (!ret) {
-		n = getxattr(path, r->name[0], in->size ? OUT(r) : NULL,
-			     in->size ? size : 0);
+		if (!in->size)
+			size = 0;
+		n = list ? listxattr(path, buf, size) :
+			   getxattr(path, r->name[0], buf, size);
 		ret = xattr_reply(r, n, in->size);
 	}
 	inode_put(i);
 	return ret;
 }
 
+static int op_getxattr(struct req *r)
+{
+	return get_or_list_xattr(r, false);
+}
+
 static int op_listxattr(struct req *r)
 {
-	const struct fuse_getxattr_in *in = (const void *)r->arg;
-	struct inode *i = inode_get(r->h.nodeid);
-	size_t size;
-	char path[32];
-	ssize_t n;
-	int ret;
-
-	if (!i)
-		return -ESTALE;
-	ret = xattr_size(r, in->size, &size);
-	if (!ret)
-		ret = xattr_path(i, path);
-	if (!ret) {
-		n = listxattr(path, in->size ? OUT(r) : NULL, in->size ? size : 0);
-		ret = xattr_reply(r, n, in->size);
-	}
-	inode_put(i);
-	return ret;
+	return get_or_list_xattr(r, true);
 }
 
 static int op_setxattr(struct req *r)

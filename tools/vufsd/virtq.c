@@ -24,40 +24,36 @@
 
 /* ---- guest memory ---- */
 
-void *gpa_to_va(const struct memory *m, uint64_t gpa, uint64_t len)
+/* [addr, addr + len) inside one region, by guest-physical or VMM address. */
+static void *translate(const struct memory *m, uint64_t addr, uint64_t len,
+		       bool by_uaddr)
 {
 	unsigned int i;
 
 	for (i = 0; i < m->nregions; i++) {
-		const struct region *r = &m->regions[i];
+		const struct vu_region_map *r = &m->regions[i];
+		uint64_t start = by_uaddr ? r->uaddr : r->gpa;
 
-		if (gpa >= r->gpa && gpa - r->gpa <= r->size &&
-		    len <= r->size - (gpa - r->gpa))
-			return (uint8_t *)r->map + r->offset + (gpa - r->gpa);
+		if (addr >= start && addr - start <= r->size &&
+		    len <= r->size - (addr - start))
+			return (uint8_t *)r->map + r->offset + (addr - start);
 	}
 	return NULL;
+}
+
+void *gpa_to_va(const struct memory *m, uint64_t gpa, uint64_t len)
+{
+	return translate(m, gpa, len, false);
 }
 
 void *uaddr_to_va(const struct memory *m, uint64_t uaddr, uint64_t len)
 {
-	unsigned int i;
-
-	for (i = 0; i < m->nregions; i++) {
-		const struct region *r = &m->regions[i];
-
-		if (uaddr >= r->uaddr && uaddr - r->uaddr <= r->size &&
-		    len <= r->size - (uaddr - r->uaddr))
-			return (uint8_t *)r->map + r->offset + (uaddr - r->uaddr);
-	}
-	return NULL;
+	return translate(m, uaddr, len, true);
 }
 
 void memory_unmap(struct memory *m)
 {
-	unsigned int i;
-
-	for (i = 0; i < m->nregions; i++)
-		munmap(m->regions[i].map, m->regions[i].map_len);
+	vu_unmap_regions(m->regions, m->nregions);
 	m->nregions = 0;
 }
 
@@ -69,7 +65,7 @@ static int map_buffer(const struct memory *m, uint64_t gpa, uint64_t len,
 		      struct iovec *iov, unsigned int *n)
 {
 	while (len) {
-		const struct region *r = NULL;
+		const struct vu_region_map *r = NULL;
 		uint64_t piece;
 		unsigned int i;
 
@@ -95,50 +91,45 @@ static int map_buffer(const struct memory *m, uint64_t gpa, uint64_t len,
 
 /* ---- iovec helpers ---- */
 
-size_t iov_to_buf(const struct iovec *iov, unsigned int n, size_t skip,
-		  void *buf, size_t len)
+/* Copies between buf and the iovecs' bytes from skip on. */
+static size_t iov_copy(const struct iovec *iov, unsigned int n, size_t skip,
+		       void *buf, size_t len, bool to_buf)
 {
 	size_t done = 0;
 	unsigned int i;
 
 	for (i = 0; i < n && done < len; i++) {
 		size_t l = iov[i].iov_len;
+		uint8_t *p;
 
 		if (skip >= l) {
 			skip -= l;
 			continue;
 		}
+		p = (uint8_t *)iov[i].iov_base + skip;
 		l -= skip;
 		if (l > len - done)
 			l = len - done;
-		memcpy((uint8_t *)buf + done, (uint8_t *)iov[i].iov_base + skip, l);
+		if (to_buf)
+			memcpy((uint8_t *)buf + done, p, l);
+		else
+			memcpy(p, (uint8_t *)buf + done, l);
 		done += l;
 		skip = 0;
 	}
 	return done;
 }
 
+size_t iov_to_buf(const struct iovec *iov, unsigned int n, size_t skip,
+		  void *buf, size_t len)
+{
+	return iov_copy(iov, n, skip, buf, len, true);
+}
+
 size_t buf_to_iov(const struct iovec *iov, unsigned int n, size_t skip,
 		  const void *buf, size_t len)
 {
-	size_t done = 0;
-	unsigned int i;
-
-	for (i = 0; i < n && done < len; i++) {
-		size_t l = iov[i].iov_len;
-
-		if (skip >= l) {
-			skip -= l;
-			continue;
-		}
-		l -= skip;
-		if (l > len - done)
-			l = len - done;
-		memcpy((uint8_t *)iov[i].iov_base + skip, (const uint8_t *)buf + done, l);
-		done += l;
-		skip = 0;
-	}
-	return done;
+	return iov_copy(iov, n, skip, (void *)buf, len, false);
 }
 
 unsigned int iov_slice(const struct iovec *iov, unsigned int n, size_t skip,

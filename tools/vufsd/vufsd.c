@@ -32,7 +32,6 @@
 #include <linux/virtio_ring.h>
 
 #include "vufsd.h"
-#include "../include/vhost_user_wire.h"
 
 bool verbose;
 
@@ -230,53 +229,12 @@ static void reset_device(void)
 
 static int set_mem_table(struct vu_msg *msg, int *fds, unsigned int nfds)
 {
-	struct vu_memory *vm = &msg->memory;
 	struct memory m = { 0 };
-	struct stat st;
-	unsigned int i, n;
+	int n = vu_map_mem_table(msg, fds, nfds, m.regions);
 
-	n = vm->nregions;
-	if (msg->hdr.size < 8 || n == 0 || n > VU_MAX_REGIONS ||
-	    msg->hdr.size != 8 + n * sizeof(struct vu_region)) {
-		logmsg("SET_MEM_TABLE: %u regions in %u bytes", n, msg->hdr.size);
-		return -EINVAL;
-	}
-	if (nfds != n) {
-		logmsg("SET_MEM_TABLE: %u regions but %u file descriptors", n, nfds);
-		return -EINVAL;
-	}
-	for (i = 0; i < n; i++) {
-		const struct vu_region *vr = &vm->regions[i];
-		struct region *r = &m.regions[i];
-
-		if (!vr->size || vr->gpa + vr->size < vr->gpa ||
-		    vr->uaddr + vr->size < vr->uaddr ||
-		    vr->offset + vr->size < vr->offset) {
-			logmsg("SET_MEM_TABLE: region %u (gpa %#" PRIx64 " size %#"
-			       PRIx64 " offset %#" PRIx64 ") is invalid", i,
-			       vr->gpa, vr->size, vr->offset);
-			goto fail;
-		}
-		if (fstat(fds[i], &st) || (uint64_t)st.st_size < vr->offset + vr->size) {
-			logmsg("SET_MEM_TABLE: region %u: offset %#" PRIx64 " + size %#"
-			       PRIx64 " is beyond its fd's %#" PRIx64 " bytes", i,
-			       vr->offset, vr->size, (uint64_t)st.st_size);
-			goto fail;
-		}
-		r->gpa = vr->gpa;
-		r->size = vr->size;
-		r->uaddr = vr->uaddr;
-		r->offset = vr->offset;
-		r->map_len = vr->offset + vr->size;
-		r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE,
-			      MAP_SHARED, fds[i], 0);
-		if (r->map == MAP_FAILED) {
-			logmsg("SET_MEM_TABLE: region %u: cannot map %#zx bytes of its fd: %m",
-			       i, r->map_len);
-			goto fail;
-		}
-		m.nregions++;
-	}
+	if (n < 0)
+		return n;
+	m.nregions = n;
 	/* The rings stop using the old mapping before it goes. */
 	stop_all();
 	if (d.mem_set)
@@ -285,9 +243,6 @@ static int set_mem_table(struct vu_msg *msg, int *fds, unsigned int nfds)
 	d.mem_set = true;
 	start_ready();
 	return 0;
-fail:
-	memory_unmap(&m);
-	return -EINVAL;
 }
 
 static struct vq *msg_ring(uint32_t index, const char *what)
@@ -356,31 +311,14 @@ static int reply_u64(struct vu_msg *msg, uint64_t val)
 /* Returns 0, a negative errno (refused), or 1: close the connection. */
 static int handle(struct vu_msg *msg, int *fds, unsigned int nfds)
 {
-	uint32_t req = msg->hdr.request, size = msg->hdr.size;
+	uint32_t req = msg->hdr.request;
 	const char *name = vu_req_name(req);
 	struct vq *r;
+	int ret;
 
-	static const uint32_t fixed[VU_REQUEST_MAX] = {
-		[VU_SET_FEATURES] = 8, [VU_SET_PROTOCOL_FEATURES] = 8,
-		[VU_SET_VRING_NUM] = 8, [VU_SET_VRING_BASE] = 8,
-		[VU_GET_VRING_BASE] = 8, [VU_SET_VRING_ENABLE] = 8,
-		[VU_SET_VRING_KICK] = 8, [VU_SET_VRING_CALL] = 8,
-		[VU_SET_VRING_ERR] = 8,
-		[VU_SET_VRING_ADDR] = sizeof(struct vu_vring_addr),
-	};
-
-	if (req != VU_SET_MEM_TABLE && req < VU_REQUEST_MAX &&
-	    vu_names[req] && size != fixed[req]) {
-		logmsg("%s: payload of %u bytes, expected %u", name, size,
-		       fixed[req]);
-		return vu_has_reply(req) ? 1 : -EINVAL;
-	}
-	if (nfds && req != VU_SET_MEM_TABLE && req != VU_SET_VRING_KICK &&
-	    req != VU_SET_VRING_CALL && req != VU_SET_VRING_ERR) {
-		logmsg("%s: %u unexpected file descriptors", name, nfds);
-		return vu_has_reply(req) ? 1 : -EINVAL;
-	}
-
+	ret = vu_check_msg(msg, nfds);
+	if (ret)
+		return ret;
 	switch (req) {
 	case VU_GET_FEATURES:
 		return reply_u64(msg, offered_features()) ? 1 : 0;
@@ -421,12 +359,8 @@ static int handle(struct vu_msg *msg, int *fds, unsigned int nfds)
 		r = msg_ring(msg->state.index, name);
 		if (!r)
 			return -EINVAL;
-		if (!msg->state.num || msg->state.num > 32768 ||
-		    (msg->state.num & (msg->state.num - 1))) {
-			logmsg("SET_VRING_NUM: vring %u: size %u is not a power of 2 up to 32768",
-			       msg->state.index, msg->state.num);
+		if (vu_check_vring_num(&msg->state))
 			return -EINVAL;
-		}
 		vring_stop(r);
 		r->num = msg->state.num;
 		start_ready();
@@ -435,11 +369,8 @@ static int handle(struct vu_msg *msg, int *fds, unsigned int nfds)
 		r = msg_ring(msg->state.index, name);
 		if (!r)
 			return -EINVAL;
-		if (msg->state.num > 0xffff) {
-			logmsg("SET_VRING_BASE: vring %u: base %u is not a split-ring index",
-			       msg->state.index, msg->state.num);
+		if (vu_check_vring_base(&msg->state))
 			return -EINVAL;
-		}
 		vring_stop(r);
 		r->last_avail = msg->state.num;
 		r->broken = false;
@@ -451,16 +382,8 @@ static int handle(struct vu_msg *msg, int *fds, unsigned int nfds)
 		r = msg_ring(a->index, name);
 		if (!r)
 			return -EINVAL;
-		if (a->flags) {
-			logmsg("SET_VRING_ADDR: vring %u: flags %#x (dirty logging is not supported)",
-			       a->index, a->flags);
+		if (vu_check_vring_addr(a))
 			return -EINVAL;
-		}
-		if (a->desc % 16 || a->avail % 2 || a->used % 4) {
-			logmsg("SET_VRING_ADDR: vring %u: misaligned ring addresses",
-			       a->index);
-			return -EINVAL;
-		}
 		vring_stop(r);
 		r->desc_uaddr = a->desc;
 		r->avail_uaddr = a->avail;
@@ -492,31 +415,16 @@ static int handle(struct vu_msg *msg, int *fds, unsigned int nfds)
 		r = msg_ring(msg->state.index, name);
 		if (!r)
 			return -EINVAL;
-		if (msg->state.num > 1) {
-			logmsg("SET_VRING_ENABLE: vring %u: %u is not 0 or 1",
-			       msg->state.index, msg->state.num);
+		if (vu_check_vring_enable(&msg->state))
 			return -EINVAL;
-		}
 		r->enable_seen = true;
 		r->enabled = msg->state.num;
 		if (!r->enabled)
 			vring_stop(r);
 		start_ready();
 		return 0;
-	case VU_GET_CONFIG:
-	case VU_GET_INFLIGHT_FD:
-	case VU_GET_MAX_MEM_SLOTS:
-	case VU_GET_STATUS:
-		/* Their protocol features were never offered. */
-		logmsg("%s: not offered; closing the connection", name);
-		return 1;
-	case VU_SET_LOG_BASE:
-	case VU_SET_LOG_FD:
-		logmsg("%s: dirty logging is not supported", name);
-		return -EOPNOTSUPP;
 	default:
-		logmsg("request %u (%s) is not supported", req, name);
-		return -EOPNOTSUPP;
+		return vu_unsupported(req);
 	}
 }
 

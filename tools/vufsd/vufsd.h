@@ -19,11 +19,13 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "../include/vhost_user_wire.h"
+
 #define PROG			"vufsd"
 
 #define MAX_REQUEST_QUEUES	64
 #define MAX_VRINGS		(1 + MAX_REQUEST_QUEUES)
-#define MAX_REGIONS		8
+#define MAX_REGIONS		VU_MAX_REGIONS
 /* Workers per vring at most (--threads). */
 #define MAX_WORKERS		16
 /* A chain longer than this (after indirect tables) is refused. */
@@ -34,18 +36,9 @@ extern bool verbose;
 
 /* ---- guest memory (virtq.c) ---- */
 
-struct region {
-	uint64_t gpa;		/* guest-physical start */
-	uint64_t size;
-	uint64_t uaddr;		/* start in the VMM's address space */
-	uint64_t offset;	/* of the region in its fd */
-	void *map;		/* our mapping of the fd, from offset 0 */
-	size_t map_len;
-};
-
 struct memory {
 	unsigned int nregions;
-	struct region regions[MAX_REGIONS];
+	struct vu_region_map regions[MAX_REGIONS];
 };
 
 void *gpa_to_va(const struct memory *m, uint64_t gpa, uint64_t len);
