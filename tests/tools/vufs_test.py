@@ -1322,6 +1322,17 @@ class Malformed:
                        [(nowhere, 32, IND, 0)])
             self.chain("indirect table of 20 bytes (not a multiple of 16)",
                        [(table, 20, IND, 0)])
+            # A chain is at most the ring's size, tables included: a
+            # well-formed request in a table one entry too long is refused.
+            n = self.dev.vqs[1].size + 1
+            big = mem.alloc(16 * n, 16)
+            try:
+                mem.write(big, D(rd, len(req), NEXT, 1) + D(wr, 128, WRITE, 0)
+                          + bytes(16 * (n - 2)))
+                self.chain(f"indirect table of {n} entries (ring size + 1)",
+                           [(big, 16 * n, IND, 0)])
+            finally:
+                mem.free(big)
         finally:
             for gpa in (table, inner, rd, wr):
                 mem.free(gpa)
