@@ -15,6 +15,6 @@ cpus=2 runtime=6 reps=2 qd="1 16" flavor=guest
 bench_opts "$@"
 [[ -x $BUILD/tools/vhost-blk-bridge ]] || die "no $BUILD/tools/vhost-blk-bridge: run make tools"
 # The first-level guest: 3 GiB, of which the second-level guest takes 1 GiB.
-exec "$TOP/scripts/vm.sh" --flavor "$flavor" --cpus "$cpus" --mem 3G --no-disk \
+exec "$TOP/vm/vm.sh" --flavor "$flavor" --cpus "$cpus" --mem 3G --no-disk \
 	--modules vhost_blk --append "brd.rd_nr=1 brd.rd_size=524288" -- \
 	"$TOP/bench/guest/bridge.sh" "$cpus" "$runtime" "$reps" "$qd"

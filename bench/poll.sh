@@ -7,7 +7,7 @@ set -euo pipefail
 cpus=2 runtime=8 reps=2 qd="1 16" flavor=guest
 bench_opts "$@"
 # shellcheck disable=SC2086
-exec "$TOP/scripts/vm.sh" --flavor "$flavor" --cpus "$cpus" \
+exec "$TOP/vm/vm.sh" --flavor "$flavor" --cpus "$cpus" \
 	--disk file:queues=2 --disk null:queues=2 \
 	--append virtio_blk.num_poll_queues=1 -- \
 	"$TOP/bench/guest/poll.sh" "$runtime" "$reps" $qd

@@ -12,7 +12,7 @@ cpus=2 runtime=5 reps=2 qd="1 8" flavor=guest
 bench_opts "$@"
 [[ -x $BUILD/fio/fio ]] || die "no $BUILD/fio/fio: run make fio"
 # shellcheck disable=SC2086
-exec "$TOP/scripts/vm.sh" --flavor "$flavor" --cpus "$cpus" \
+exec "$TOP/vm/vm.sh" --flavor "$flavor" --cpus "$cpus" \
 	--disk file:queues=2 --disk same:of=0,bus=nvme \
 	--disk null:queues=2 --disk same:of=2,bus=nvme \
 	--append "virtio_blk.num_poll_queues=1 nvme.poll_queues=1" -- \

@@ -13,5 +13,5 @@ while (($#)); do
 	*) die "unknown option $1" ;;
 	esac
 done
-exec "$TOP/scripts/vm.sh" --flavor "$flavor" --cpus "$cpus" \
+exec "$TOP/vm/vm.sh" --flavor "$flavor" --cpus "$cpus" \
 	--disk "file:queues=$queues" -- "$TOP/bench/guest/repoll.sh" "$changes"

@@ -11,6 +11,6 @@ cpus=2 runtime=5 reps=2 qd="1 32" flavor=guest
 bench_opts "$@"
 [[ -x $BUILD/tools/vhost_blk_test ]] || die "no $BUILD/tools/vhost_blk_test: run make tools"
 # shellcheck disable=SC2086
-exec "$TOP/scripts/vm.sh" --flavor "$flavor" --cpus "$cpus" --no-disk \
+exec "$TOP/vm/vm.sh" --flavor "$flavor" --cpus "$cpus" --no-disk \
 	--modules vhost_blk --append "brd.rd_nr=1 brd.rd_size=262144 null_blk.nr_devices=1" -- \
 	"$TOP/bench/guest/vhost.sh" "$runtime" "$reps" $qd

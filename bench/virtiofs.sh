@@ -34,7 +34,7 @@ queues=${queues:-$cpus}
 make -s -C "$TOP/tools/vufsd" OUT="$BUILD/tools"
 run=$BUILD/logs/bench-virtiofs
 rm -rf "$run"
-"$TOP/scripts/vm.sh" --flavor "$flavor" --cpus "$cpus" --no-disk --keep "$run" --timeout 7200 \
+"$TOP/vm/vm.sh" --flavor "$flavor" --cpus "$cpus" --no-disk --keep "$run" --timeout 7200 \
 	--virtiofs "tag=vufsd-1,queues=1,poll=$poll,threads=$threads" \
 	--virtiofs "tag=vufsd-$queues,queues=$queues,poll=$poll,threads=$threads" \
 	--virtiofs "tag=virtiofsd,daemon=virtiofsd$vdk" -- \

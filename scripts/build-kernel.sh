@@ -17,6 +17,7 @@ debug) frags=("$CONFIGS/guest.config" "$CONFIGS/debug.config") ;;
 esac
 [[ -d $KSRC/.git ]] || die "no kernel tree at $KSRC: run scripts/prepare.sh"
 
+kbuild_lock
 obj=$(kobj "$flavor")
 scratch=$obj.kconfig
 mkdir -p "$obj" "$scratch"

@@ -35,6 +35,7 @@ if [[ $what == bisect || $what == all ]]; then
 	# not know the symbol yet cannot drop it for the later ones.
 	cfg=$(kobj guest)/.config
 	[[ -f $cfg ]] || die "build the guest kernel first (scripts/build-kernel.sh)"
+	kbuild_lock
 	obj=$BUILD/obj-bisect
 	mkdir -p "$obj"
 	orig=$(git -C "$KSRC" symbolic-ref -q --short HEAD || git -C "$KSRC" rev-parse HEAD)

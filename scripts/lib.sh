@@ -26,3 +26,16 @@ kobj() { echo "$BUILD/obj-$1"; }
 # start with "BUG: KASAN"), Oops, lockdep and UBSAN reports, panics, hung tasks,
 # RCU stalls.
 KLOG_BAD='WARNING:|BUG:|Oops|UBSAN:|general protection fault|Kernel panic|INFO: task .* blocked for more than|rcu: INFO: .* detected stall|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|sleeping function called from invalid context'
+
+# kbuild_lock: hold a lock on the build directory for the rest of the
+# calling script, so that two kernel builds (say, make kernel in one
+# terminal and the per-patch check in another) never run at once on this
+# machine's cores; the second waits, saying so.
+kbuild_lock() {
+	mkdir -p "$BUILD"
+	exec 9>"$BUILD/.kbuild.lock"
+	if ! flock -n 9; then
+		log "waiting for another kernel build to finish ($BUILD/.kbuild.lock)"
+		flock 9
+	fi
+}

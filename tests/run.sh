@@ -21,7 +21,7 @@ for a in "$@"; do
 	esac
 done
 
-# Guest boots: name | scripts/vm.sh options | suites run in that boot.
+# Guest boots: name | vm/vm.sh options | suites run in that boot.
 BOOTS=(
 	"poll|--cpus 2 --disk file:queues=2 --append virtio_blk.num_poll_queues=1|poll sgl"
 	"clamp|--cpus 2 --disk file:queues=2 --disk null:queues=1 --append virtio_blk.num_poll_queues=4|clamp"
@@ -115,7 +115,7 @@ done < <(
 harness() { # harness NAME EXPECTED-EXIT command...
 	local name=$1 expect=$2 rc
 	shift 2
-	"$TOP/scripts/vm.sh" --flavor "$flavor" --no-disk --timeout 300 -- "$@" \
+	"$TOP/vm/vm.sh" --flavor "$flavor" --no-disk --timeout 300 -- "$@" \
 		>"$BUILD/logs/harness.out" 2>&1
 	rc=$?
 	if ((rc == expect)); then
@@ -142,7 +142,7 @@ for b in "${BOOTS[@]}"; do
 	keep=$BUILD/logs/$name
 	rm -rf "$keep"
 	# shellcheck disable=SC2086
-	"$TOP/scripts/vm.sh" --flavor "$flavor" --keep "$keep" --timeout 900 $opts -- \
+	"$TOP/vm/vm.sh" --flavor "$flavor" --keep "$keep" --timeout 900 $opts -- \
 		"$TOP/tests/guest/run.sh" $suites >"$keep.out" 2>&1
 	vmrc=$?
 	while IFS= read -r line; do

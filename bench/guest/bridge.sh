@@ -28,7 +28,7 @@ done
 echo "== outer guest: $(nproc) vCPUs, backing $dev ($(($(cat /sys/block/ram0/size) / 2048)) MiB brd)"
 echo "== inner guest: $cpus vCPUs, 1 GiB; disks: bridge (vhost-blk), qemu (virtio-blk-pci), qsd (qemu-storage-daemon); $cpus queues each"
 rc=0
-"$TOP/scripts/vm.sh" --keep $work/inner --cpus "$cpus" --mem 1G --shared-mem --no-disk --timeout 3000 \
+"$TOP/vm/vm.sh" --keep $work/inner --cpus "$cpus" --mem 1G --shared-mem --no-disk --timeout 3000 \
 	--qemu -chardev --qemu "socket,id=vb,path=$work/bridge.sock" \
 	--qemu -device --qemu "vhost-user-blk-pci,chardev=vb,num-queues=$cpus" \
 	--qemu -blockdev --qemu "driver=host_device,node-name=q,filename=$dev,cache.direct=on,aio=io_uring,locking=off" \

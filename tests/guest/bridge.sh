@@ -171,7 +171,7 @@ br_failing() {
 br_inner() {
 	rm -rf "$1"
 	mkdir -p "$1"
-	"$TOP/scripts/vm.sh" --keep "$1" --cpus 2 --mem 512M --shared-mem --no-disk --timeout 600 \
+	"$TOP/vm/vm.sh" --keep "$1" --cpus 2 --mem 512M --shared-mem --no-disk --timeout 600 \
 		--qemu -chardev --qemu "socket,id=vb0,path=$BR_SOCK${3:-}" \
 		--qemu -device --qemu "vhost-user-blk-pci,chardev=vb0,num-queues=2" \
 		-- "$TOP/tests/guest/inner-blk.sh" "$2" >"$1.out" 2>&1 &

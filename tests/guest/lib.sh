@@ -131,7 +131,7 @@ quick_verify() {
 }
 
 # host_qmp JSON: have the host send a QMP command to this guest's QEMU (see
-# scripts/vm.sh); print the reply, fail if it is an error or never comes.
+# vm/vm.sh); print the reply, fail if it is an error or never comes.
 host_qmp() {
 	local name dir=/run/vstor/qmp i
 	name=$$-$RANDOM$RANDOM

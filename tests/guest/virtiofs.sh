@@ -1,6 +1,6 @@
 # virtio-fs with several request queues, served by vufsd (tools/vufsd).
 # The boot (tests/run.sh) starts one vufsd per device on the host through
-# scripts/vm.sh --virtiofs: tags fs1, fs2 and fs4 with 1, 2 and 4 request
+# vm/vm.sh --virtiofs: tags fs1, fs2 and fs4 with 1, 2 and 4 request
 # queues, on a 4-CPU guest. Each daemon's counters are in
 # /run/vstor/fs-TAG.stats and its shared directory is /run/vstor/fs-TAG,
 # which this guest also sees over 9p: the host's own view of the files.

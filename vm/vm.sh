@@ -2,7 +2,7 @@
 # Boot a built guest kernel with the host's root shared read-only over 9p,
 # run one command in it and return that command's exit status.
 #
-#   scripts/vm.sh [options] [--] command [args...]
+#   vm/vm.sh [options] [--] command [args...]
 #
 #   --flavor guest|debug   kernel to boot (default guest)
 #   --kernel PATH          boot this bzImage instead
@@ -46,7 +46,7 @@
 # Oops, KASAN, UBSAN or lockdep report makes the run fail (exit 125 when the
 # command itself succeeded), as does a guest that never reported a status.
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../scripts/lib.sh"
 
 flavor=guest kernel="" cpus=2 mem=2G timeout=1800 append="" rundir=""
 modules=virtio_blk
@@ -241,7 +241,7 @@ done
 
 cmdline="console=ttyS0 root=root rootfstype=9p"
 cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=1048576,cache=loose ro"
-cmdline+=" init=$TOP/scripts/guest-init.sh panic=-1 loglevel=7"
+cmdline+=" init=$TOP/vm/guest-init.sh panic=-1 loglevel=7"
 cmdline+=" rcupdate.rcu_cpu_stall_timeout=60 brd.rd_nr=0 null_blk.nr_devices=0$append"
 
 machine=(-machine pc)
@@ -272,7 +272,7 @@ tpid=$!
 			[[ -e $req ]] || continue
 			# An error reply is a reply too: pass it on (set -e would
 			# otherwise end this loop and leave the guest waiting).
-			"$TOP/scripts/qmp.py" "$rundir/qmp.sock" <"$req" >"${req%.req}.tmp" 2>&1 || true
+			"$TOP/vm/qmp.py" "$rundir/qmp.sock" <"$req" >"${req%.req}.tmp" 2>&1 || true
 			mv "${req%.req}.tmp" "${req%.req}.resp"
 			rm -f "$req"
 		done

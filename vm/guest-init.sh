@@ -23,7 +23,7 @@ for d in /run /tmp /var/tmp; do
 	mount -t tmpfs -o mode=1777 tmpfs "$d"
 done
 chmod 755 /run
-if [ ! -e "$TOP/scripts/guest-init.sh" ]; then
+if [ ! -e "$TOP/vm/guest-init.sh" ]; then
 	mkdir -p "$TOP"
 	mount --bind /dev/.vstor-top "$TOP"
 fi
