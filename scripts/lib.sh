@@ -31,11 +31,14 @@ KLOG_BAD='WARNING:|BUG:|Oops|UBSAN:|general protection fault|Kernel panic|INFO: 
 # calling script, so that two kernel builds (say, make kernel in one
 # terminal and the per-patch check in another) never run at once on this
 # machine's cores; the second waits, saying so.
+# The lock lives in the kernel tree's .git, so work trees whose build/linux
+# is a symlink to one tree share it.
 kbuild_lock() {
-	mkdir -p "$BUILD"
-	exec 9>"$BUILD/.kbuild.lock"
+	local lock=$KSRC/.git/vstor-kbuild.lock
+	[[ -d $KSRC/.git ]] || return 0
+	exec 9>"$lock"
 	if ! flock -n 9; then
-		log "waiting for another kernel build to finish ($BUILD/.kbuild.lock)"
+		log "waiting for another kernel build to finish ($lock)"
 		flock 9
 	fi
 }
