@@ -1,22 +1,22 @@
-# Entry points; the work is done by scripts/, tests/ and bench/.
-.PHONY: all setup prepare refresh kernel debug-kernel tools fio check demo test test-debug bench-poll bench-pt bench-vhost bench-bridge bench-virtiofs clean help
+# Entry points; the work is done by scripts/, tests/, bench/ and vm/.
+# `make help` lists them. Everything builds into build/ (ignored by git).
+.PHONY: help setup prepare refresh kernel debug-kernel tools fio check demo test test-debug bench clean
 
 help:
-	@echo "make demo        build the patched guest, boot it, report poll queues at work (main job)"
-	@echo "make test        the whole test run (what .ci/run does); FLAVOR=debug for the debug kernel"
-	@echo "make test-debug  the guest suites on the debug (KASAN, lockdep) kernel"
-	@echo "make prepare     unpack linux-source-6.12 into build/linux and apply kernel/patches"
-	@echo "make refresh     export build/linux commits back into kernel/patches"
-	@echo "make kernel      build the guest kernel (debug-kernel: the debug flavour)"
-	@echo "make fio         fio 3.33 with virtio-blk passthrough (cmd_type=vblk) in build/fio/fio"
-	@echo "make check       checkpatch --strict and a build at every patch"
-	@echo "make bench-poll  polled vs interrupt-driven virtio-blk benchmark"
-	@echo "make bench-pt    virtio-blk passthrough vs block device, beside NVMe ng vs block device"
-	@echo "make bench-vhost vhost-blk vs io_uring on the same device, by queue depth, queues and workers"
-	@echo "make bench-bridge a nested guest's disk: vhost-user-blk bridge + vhost-blk vs QEMU virtio-blk vs qemu-storage-daemon"
-	@echo "make bench-virtiofs virtio-fs: vufsd with 1 and N request queues vs QEMU's virtiofsd"
-
-all: kernel tools
+	@echo "make demo          the main job: build, boot the patched guest, show each feature at work (~5 min warm)"
+	@echo "make test          every test (what .ci/run runs); T=\"SUITE[:TEST] ...\" runs some, FLAVOR=debug on the debug kernel"
+	@echo "make test-debug    the guest suites on the debug (KASAN, lockdep) kernel"
+	@echo "make bench         the benchmarks, with a report in build/results/; B=\"NAME ...\" runs some"
+	@echo "make setup         install the Debian packages the project needs (root; apt-get)"
+	@echo "make prepare       unpack linux-source-6.12 into build/linux and apply kernel/patches"
+	@echo "make refresh       export build/linux's commits back into kernel/patches"
+	@echo "make kernel        build the guest kernel (build/obj-guest); debug-kernel: the debug flavour"
+	@echo "make debug-kernel  build the debug kernel (build/obj-debug)"
+	@echo "make tools         build vufsd, vhost-blk-bridge and the test programs into build/tools"
+	@echo "make fio           fio 3.33 with virtio-blk passthrough (cmd_type=vblk) into build/fio/fio"
+	@echo "make check         checkpatch --strict on every patch and a build at every patch"
+	@echo "make clean         remove build outputs (keeps build/linux, build/results and fio)"
+	@echo "tests/run.sh --list shows every test; Documentation/writing-tests.md explains them"
 
 setup:
 	scripts/setup.sh
@@ -33,10 +33,15 @@ kernel: prepare
 debug-kernel: prepare
 	scripts/build-kernel.sh debug
 
-tools:
-	$(MAKE) -C tests/tools OUT=$(CURDIR)/build/tools
+# The daemons need nothing but libc; the test programs need the series'
+# uapi headers from the prepared tree. WERROR=1 makes warnings errors.
+tools: prepare
+	$(MAKE) -s -C tests/tools OUT=$(CURDIR)/build/tools
+	$(MAKE) -s -C tools/vufsd OUT=$(CURDIR)/build/tools WERROR=$(WERROR)
+	$(MAKE) -s -C tools/vhost-blk-bridge OUT=$(CURDIR)/build/tools WERROR=$(WERROR) \
+		UAPI=$(CURDIR)/build/tools/include
 
-fio:
+fio: setup
 	scripts/build-fio.sh
 
 check: kernel
@@ -45,28 +50,17 @@ check: kernel
 demo:
 	scripts/demo.sh
 
-# make test FLAVOR=debug runs the same tests on the debug kernel.
+# make test T="poll vufsd:ops" runs some tests; FLAVOR=debug boots the debug kernel.
 FLAVOR ?= guest
+T ?=
 test:
-	tests/run.sh $(if $(filter debug,$(FLAVOR)),--debug)
+	tests/run.sh $(if $(filter debug,$(FLAVOR)),--debug) $(T)
 
 test-debug:
-	tests/run.sh --debug --quick
+	tests/run.sh --debug guest
 
-bench-poll: kernel
-	bench/poll.sh
-
-bench-pt: kernel tools fio
-	bench/pt.sh
-
-bench-vhost: kernel tools
-	bench/vhost.sh
-
-bench-bridge: kernel tools
-	bench/bridge.sh
-
-bench-virtiofs: kernel tools
-	bench/virtiofs.sh
+bench:
+	bench/run.sh $(B)
 
 clean:
 	rm -rf build/obj-* build/tools build/vm build/logs

@@ -1,63 +1,96 @@
 #!/usr/bin/env bash
 # Check the series the way a maintainer would: every patch passes
 # checkpatch.pl --strict, and the guest kernel builds (without new warnings)
-# at every patch, not just at the top. The build check checks out each commit
-# of build/linux in place (only changed files recompile), so the tree must be
-# clean; it returns to where it was. It builds in build/obj-bisect with the
-# guest kernel's configuration.
-#   scripts/check-series.sh [checkpatch|bisect|all]
+# at every patch, not just at the top.
+#   scripts/check-series.sh checkpatch [PATCH...]   default: every patch
+#   scripts/check-series.sh build [N...]            default: every commit
+#   scripts/check-series.sh [all]                   both
+# PATCH is a file name from kernel/patches/series; N counts the commits of
+# build/linux from base (1 is the first patch). One line per check,
+# "checkpatch: PATCH: clean|FAILED" or "builds: N SUBJECT: ok|FAILED"; the
+# exit status is 0 only if every check passed.
+#
+# The build check checks each commit out in place (only changed files
+# recompile), so the tree must be clean; it returns to where it was, also
+# when interrupted. It builds in build/obj-bisect from the guest kernel's
+# .config: a patch that adds a Kconfig symbol is built with it enabled, and
+# the guest kernel the tests boot is never touched.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 what=${1:-all}
+(($#)) && shift
 rc=0
 
-if [[ $what == checkpatch || $what == all ]]; then
+series_patches() {
+	local p
 	while read -r p; do
-		[[ -z $p || $p == \#* ]] && continue
-		if out=$(cd "$KSRC" && ./scripts/checkpatch.pl --strict -q --no-summary "$PATCHES/$p" 2>&1) &&
-			[[ -z $out ]]; then
-			echo "checkpatch: $p: clean"
-		else
-			printf '%s\n' "$out" | sed 's/^/  /'
-			echo "checkpatch: $p: FAILED"
-			rc=1
-		fi
+		[[ -z $p || $p == \#* ]] || echo "$p"
 	done <"$PATCHES/series"
+}
+
+checkpatch() { # checkpatch PATCH
+	local out
+	[[ -f $PATCHES/$1 ]] || { echo "checkpatch: $1: FAILED (no such patch)"; return 1; }
+	if out=$(cd "$KSRC" && ./scripts/checkpatch.pl --strict -q --no-summary "$PATCHES/$1" 2>&1) &&
+		[[ -z $out ]]; then
+		echo "checkpatch: $1: clean"
+	else
+		printf '%s\n' "$out" | sed 's/^/  /'
+		echo "checkpatch: $1: FAILED"
+		return 1
+	fi
+}
+
+build_at() { # build_at N: build the guest configuration at commit N
+	local c subj start obj=$BUILD/obj-bisect
+	c=$(git -C "$KSRC" rev-list --reverse base..HEAD | sed -n "${1}p")
+	[[ -n $c ]] || { echo "builds: $1: FAILED (no commit $1 in base..HEAD)"; return 1; }
+	subj=$(git -C "$KSRC" log -1 --format=%s "$c")
+	git -C "$KSRC" checkout -q "$c"
+	start=$SECONDS
+	mkdir -p "$obj"
+	cp "$cfg" "$obj/.config"
+	if make -C "$KSRC" O="$obj" CC="ccache gcc" olddefconfig >"$obj/config.log" 2>&1 &&
+		make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$(nproc)" bzImage modules >"$obj/bisect.log" 2>&1 &&
+		! grep -q 'warning:' "$obj/bisect.log"; then
+		echo "builds: $1 $subj: ok"
+		log "built in $((SECONDS - start)) s"
+	else
+		grep -E 'error|warning' "$obj/bisect.log" | head -20 | sed 's/^/  /'
+		echo "builds: $1 $subj: FAILED"
+		return 1
+	fi
+}
+
+case $what in
+checkpatch | build | all) ;;
+*) die "unknown check '$what' (checkpatch, build or all)" ;;
+esac
+[[ -d $KSRC/.git ]] || die "no kernel tree at $KSRC: run scripts/prepare.sh"
+
+if [[ $what == checkpatch || $what == all ]]; then
+	if [[ $what == checkpatch && $# -gt 0 ]]; then list=("$@"); else mapfile -t list < <(series_patches); fi
+	for p in "${list[@]}"; do checkpatch "$p" || rc=1; done
 fi
 
-if [[ $what == bisect || $what == all ]]; then
+if [[ $what == build || $what == all ]]; then
 	[[ -z $(git -C "$KSRC" status --porcelain --untracked-files=no) ]] ||
 		die "build/linux has uncommitted changes: commit or stash them first"
-	# A tree of its own, so the guest kernel the tests boot is never touched,
-	# and the guest's full .config at every patch: a patch that adds a
-	# Kconfig symbol is built with it enabled, and an earlier patch that does
-	# not know the symbol yet cannot drop it for the later ones.
 	cfg=$(kobj guest)/.config
 	[[ -f $cfg ]] || die "build the guest kernel first (scripts/build-kernel.sh)"
 	kbuild_lock
-	obj=$BUILD/obj-bisect
-	mkdir -p "$obj"
+	if [[ $what == build && $# -gt 0 ]]; then
+		list=("$@")
+	else
+		mapfile -t list < <(seq "$(git -C "$KSRC" rev-list --count base..HEAD)")
+	fi
 	orig=$(git -C "$KSRC" symbolic-ref -q --short HEAD || git -C "$KSRC" rev-parse HEAD)
 	trap 'git -C "$KSRC" checkout -q "$orig"' EXIT
+	trap 'exit 130' INT TERM
 	export KBUILD_BUILD_TIMESTAMP="2000-01-01" KBUILD_BUILD_USER=vstor KBUILD_BUILD_HOST=vstor
 	export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=1
-	for c in $(git -C "$KSRC" rev-list --reverse base..HEAD); do
-		subj=$(git -C "$KSRC" log -1 --format=%s "$c")
-		git -C "$KSRC" checkout -q "$c"
-		start=$SECONDS
-		cp "$cfg" "$obj/.config"
-		if make -C "$KSRC" O="$obj" CC="ccache gcc" olddefconfig >"$obj/config.log" 2>&1 &&
-			make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$(nproc)" bzImage modules >"$obj/bisect.log" 2>&1 &&
-			! grep -q 'warning:' "$obj/bisect.log"; then
-			echo "builds: $subj: ok ($((SECONDS - start))s)"
-		else
-			grep -E 'error|warning' "$obj/bisect.log" | head -20 | sed 's/^/  /'
-			echo "builds: $subj: FAILED"
-			rc=1
-		fi
-	done
-	git -C "$KSRC" checkout -q "$orig"
-	trap - EXIT
+	for nth in "${list[@]}"; do build_at "$nth" || rc=1; done
 fi
 exit $rc

@@ -1,5 +1,5 @@
 # Common settings for the project's scripts; sourced, not run.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # variables for the scripts that source this
 
 # Debian's tools first (a pyenv python3 would lack python3-ply for checkpatch).
 export PATH=/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH

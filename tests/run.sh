@@ -1,166 +1,343 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, prepares the kernel tree,
-# builds the guest kernel and the test tools, checks the series, boots guests
-# and runs the guest suites. Prints KTAP and ends with "N passed, N failed".
+# The test command. Works out every test it will run before running any
+# (the plan), runs the build steps the chosen tests need, then the host
+# suites and one guest boot per guest suite, and prints KTAP: one result per
+# test, numbered against that plan, ending with "N passed, N failed, N
+# skipped". A test that does not report, a guest that dies, a plan the guest
+# does not keep, a timeout: each is "not ok", never a missing line.
 #
-#   tests/run.sh [--debug] [--quick] [boot...]
-#     --debug   run the guest suites on the debug kernel (KASAN, lockdep, ...)
-#     --quick   skip the per-patch build check
-#     boot      only these guest boots (default: all; see BOOTS below)
+#   tests/run.sh [--debug] [SELECTION...]     run tests
+#   tests/run.sh --list [SELECTION...]        list them, run nothing
+#
+#   SELECTION  SUITE, SUITE:TEST, "host" or "guest" (all host or all guest
+#              suites); default: everything. Unknown names are an error.
+#   --debug    build and boot the debug kernel (KASAN, lockdep); test
+#              timeouts are tripled
+#
+# Logs: build/logs/SUITE/ (host tests: TEST.log; guest suites: the kept run
+# directory with console.log, output, dmesg and tests/TEST.log).
 set -uo pipefail
+# shellcheck source=../scripts/lib.sh
 . "$(dirname "$0")/../scripts/lib.sh"
+. "$TOP/tests/suite.sh"
 
-flavor=guest quick=0
-want=()
-for a in "$@"; do
-	case $a in
-	--debug) flavor=debug ;;
-	--quick) quick=1 ;;
-	-*) die "unknown option $a" ;;
-	*) want+=("$a") ;;
+flavor=guest list=0 scale=1
+sels=()
+while (($#)); do
+	case $1 in
+	--debug) flavor=debug scale=3 ;;
+	--list) list=1 ;;
+	-h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	-*) die "unknown option $1 (see tests/run.sh --help)" ;;
+	*) read -ra words <<<"$1"; sels+=("${words[@]}") ;;
 	esac
-done
-
-# Guest boots: name | vm/vm.sh options | suites run in that boot.
-BOOTS=(
-	"poll|--cpus 2 --disk file:queues=2 --append virtio_blk.num_poll_queues=1|poll sgl"
-	"clamp|--cpus 2 --disk file:queues=2 --disk null:queues=1 --append virtio_blk.num_poll_queues=4|clamp"
-	"multi|--cpus 4 --disk file:queues=4 --append virtio_blk.poll_queues=3|multi"
-	"repoll|--cpus 4 --disk file:queues=4 --disk file:queues=2|repoll"
-	"pt|--cpus 2 --disk file:queues=2 --disk file --disk file:ro --append virtio_blk.num_poll_queues=1|pt"
-	"vhost|--cpus 2 --disk file:queues=2 --append brd.rd_nr=2 --append brd.rd_size=65536 --append null_blk.nr_devices=1 --append null_blk.memory_backed=1 --append null_blk.gb=1 --append null_blk.discard=1|vhost"
-	"bridge|--cpus 2 --no-disk --append brd.rd_nr=2 --append brd.rd_size=262144|bridge"
-	"virtiofs|--cpus 4 --no-disk --virtiofs tag=fs1,queues=1 --virtiofs tag=fs2,queues=2 --virtiofs tag=fs4,queues=4,threads=2|virtiofs"
-)
-
-passed=0 failed=0 skipped=0 n=0
-result() { # result OK|FAIL|SKIP name
-	n=$((n + 1))
-	if [[ $1 == SKIP ]]; then
-		skipped=$((skipped + 1))
-		echo "ok $n $2"
-	elif [[ $1 == OK ]]; then
-		passed=$((passed + 1))
-		echo "ok $n $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n $2"
-	fi
-}
-finish() {
-	echo "$passed passed, $failed failed, $skipped skipped"
-	((failed == 0))
-	exit
-}
-start=$SECONDS
-echo "KTAP version 1"
-
-# Set-up steps: a failure here stops the run (nothing after can work).
-step() { # step name command...
-	local name=$1 out
 	shift
-	if out=$("$@" 2>&1); then
-		printf '%s\n' "$out" | grep '^==>' | sed 's/^/# /'
-		result OK "$name"
-	else
-		printf '%s\n' "$out" | tail -n 40 | sed 's/^/# /'
-		result FAIL "$name"
-		finish
-	fi
-}
-step "setup: dependencies installed" "$TOP/scripts/setup.sh"
-step "series: applies to $BASE_PKG $(base_version)" "$TOP/scripts/prepare.sh"
-step "series: prepare + refresh round trip changes nothing" "$TOP/scripts/refresh.sh" --check
-step "build: $flavor kernel, config fragments applied" "$TOP/scripts/build-kernel.sh" "$flavor"
-step "build: test tools" make -s -C "$TOP/tests/tools" OUT="$BUILD/tools"
-step "build: fio with cmd_type=vblk (Debian's fio 3.33 + tools/fio)" "$TOP/scripts/build-fio.sh"
-step "fio: cmd_type=vblk host-side checks (tools/fio/host-check.sh)" "$TOP/tools/fio/host-check.sh"
+done
 
-# vufsd (tools/vufsd) against a scripted vhost-user-fs front end on the host:
-# one result per scenario; the failing checks are printed.
-mkdir -p "$BUILD/logs"
-# Then again with rings busy-polling (:poll, --busy-poll) instead of
-# sleeping, and with three workers per request queue (:threads, --threads).
-for scen in ops queues malformed escape disconnect reset ops:poll disconnect:poll \
-	ops:threads queues:threads disconnect:threads reset:threads; do
-	log=$BUILD/logs/vufs-${scen/:/-}.log
-	opts=(--queues 2)
-	case $scen in
-	*:poll) opts+=(--busy-poll 200) ;;
-	*:threads) opts+=(--threads 3) ;;
-	esac
-	if timeout 600 /usr/bin/python3 "$TOP/tests/tools/vufs_test.py" --daemon vufsd \
-		--bin "$BUILD/tools/vufsd" "${opts[@]}" "${scen%:*}" >"$log" 2>&1; then
-		result OK "vufsd: $scen ($(tail -n 1 "$log"))"
-	else
-		grep -E "^not ok|Traceback|Error" "$log" | head -n 20 | sed 's/^/# /'
-		result FAIL "vufsd: $scen ($(tail -n 1 "$log"), see $log)"
+# ---- the plan -------------------------------------------------------------
+
+mapfile -t SUITES < <(suite_names)
+declare -A KIND VM NEEDS REQUIRES FATAL
+ids=() tsuite=() tname=() ttimeout=() tdesc=()
+for s in "${SUITES[@]}"; do
+	while read -r key rest; do
+		case $key in
+		error) die "$rest" ;;
+		kind) KIND[$s]=$rest ;;
+		fatal) FATAL[$s]=$rest ;;
+		vm) VM[$s]=$rest ;;
+		needs) NEEDS[$s]=$rest ;;
+		requires) REQUIRES[$s]=$rest ;;
+		test)
+			read -r t to d <<<"$rest"
+			ids+=("$s:$t") tsuite+=("$s") tname+=("$t")
+			ttimeout+=($((to * scale))) tdesc+=("$d")
+			;;
+		esac
+	done < <(suite_info "$(suite_file "$s")" || echo "error suite $s cannot be loaded")
+	if [[ ${KIND[$s]} == guest ]]; then
+		ids+=("$s:boot") tsuite+=("$s") tname+=(boot) ttimeout+=(0)
+		tdesc+=("the guest booted, ran the suite and powered off; no kernel problem outside the tests; its daemons exited cleanly")
 	fi
 done
 
-# Series hygiene, one result per patch.
-while read -r line; do
-	case $line in
-	*": clean" | *": ok"*) result OK "series: $line" ;;
-	*": FAILED") result FAIL "series: $line" ;;
-	*) echo "# $line" ;;
-	esac
-done < <(
-	"$TOP/scripts/check-series.sh" checkpatch 2>&1
-	if ((quick == 0)); then "$TOP/scripts/check-series.sh" bisect 2>&1; fi
-)
-
-# The harness must be able to fail: a kernel warning during a test, and a
-# guest that crashes, each make a run fail.
-harness() { # harness NAME EXPECTED-EXIT command...
-	local name=$1 expect=$2 rc
-	shift 2
-	"$TOP/vm/vm.sh" --flavor "$flavor" --no-disk --timeout 300 -- "$@" \
-		>"$BUILD/logs/harness.out" 2>&1
-	rc=$?
-	if ((rc == expect)); then
-		result OK "harness: $name"
-	else
-		sed 's/^/  /' "$BUILD/logs/harness.out" | tail -n 20
-		result FAIL "harness: $name (vm.sh exit $rc, want $expect)"
-	fi
+declare -A SEL
+select_suite() { # select_suite SUITE: every test of it
+	local i
+	for i in "${!ids[@]}"; do
+		[[ ${tsuite[$i]} == "$1" ]] && SEL[${ids[$i]}]=1
+	done
 }
-mkdir -p "$BUILD/logs"
-if ((${#want[@]} == 0)); then
-	harness "a warning logged during a passing guest test fails the test and the run" 125 \
-		bash -c "! $TOP/tests/guest/run.sh harness | grep -q '^ok '"
-	harness "a guest kernel panic fails the run" 124 \
-		bash -c 'echo c >/proc/sysrq-trigger; sleep 30'
+if ((${#sels[@]} == 0)); then
+	for s in "${SUITES[@]}"; do select_suite "$s"; done
+else
+	for w in "${sels[@]}"; do
+		case $w in
+		host | guest)
+			for s in "${SUITES[@]}"; do
+				[[ ${KIND[$s]} == "$w" ]] && select_suite "$s"
+			done
+			;;
+		*:*)
+			s=${w%%:*} found=0
+			[[ -n ${KIND[$s]:-} ]] || die "no suite '$s' (tests/run.sh --list shows them)"
+			for i in "${!ids[@]}"; do
+				[[ ${ids[$i]} == "$w" ]] && { SEL[$w]=1; found=1; }
+			done
+			((found)) || die "suite $s has no test '${w#*:}' (tests/run.sh --list $s)"
+			# A guest test needs its boot, and the boot is judged whole.
+			[[ ${KIND[$s]} == guest ]] && SEL[$s:boot]=1
+			;;
+		*)
+			[[ -n ${KIND[$w]:-} ]] || die "no suite '$w' (tests/run.sh --list shows them)"
+			select_suite "$w"
+			;;
+		esac
+	done
+	# A boot alone means the whole suite.
+	for s in "${SUITES[@]}"; do
+		[[ ${KIND[$s]} == guest && -n ${SEL[$s:boot]:-} ]] || continue
+		any=0
+		for i in "${!ids[@]}"; do
+			[[ ${tsuite[$i]} == "$s" && ${tname[$i]} != boot && -n ${SEL[${ids[$i]}]:-} ]] && any=1
+		done
+		((any)) || select_suite "$s"
+	done
+	# The build steps the chosen suites stand on.
+	need=""
+	for s in "${SUITES[@]}"; do
+		for i in "${!ids[@]}"; do
+			[[ ${tsuite[$i]} == "$s" && -n ${SEL[${ids[$i]}]:-} ]] && { need+=" ${NEEDS[$s]}"; break; }
+		done
+	done
+	if [[ -n ${need// /} ]]; then
+		SEL[build:deps]=1
+		[[ $need == *kernel* || $need == *tools* || $need == *tree* ]] && SEL[build:tree]=1
+		for step in $need; do
+			[[ -n ${KIND[build]:-} ]] && SEL[build:$step]=1
+		done
+	fi
 fi
 
-for b in "${BOOTS[@]}"; do
-	IFS='|' read -r name opts suites <<<"$b"
-	if ((${#want[@]})) && [[ " ${want[*]} " != *" $name "* ]]; then
-		continue
-	fi
-	echo "# boot $name ($flavor): vm.sh $opts -- tests/guest/run.sh $suites"
-	keep=$BUILD/logs/$name
+plan=()
+for i in "${!ids[@]}"; do
+	[[ -n ${SEL[${ids[$i]}]:-} ]] && plan+=("$i")
+done
+
+if ((list)); then
+	last=""
+	for i in "${plan[@]}"; do
+		s=${tsuite[$i]}
+		if [[ $s != "$last" ]]; then
+			printf '%s (%s%s)\n' "$s" "${KIND[$s]}" "${VM[$s]:+: vm.sh ${VM[$s]}}"
+			last=$s
+		fi
+		printf '  %-34s %s\n' "${ids[$i]}" "${tdesc[$i]}"
+	done
+	echo "${#plan[@]} tests"
+	exit 0
+fi
+
+# ---- results --------------------------------------------------------------
+
+n=0 passed=0 failed=0 skipped=0 bailed=""
+declare -A REPORTED
+# emit ok|fail|skip INDEX [COMMENT]: the result of planned test INDEX.
+emit() {
+	local id=${ids[$2]}
+	[[ -z ${REPORTED[$id]:-} ]] || return 0
+	REPORTED[$id]=1
+	n=$((n + 1))
+	case $1 in
+	ok) passed=$((passed + 1)); echo "ok $n $id" ;;
+	skip) skipped=$((skipped + 1)); echo "ok $n $id # SKIP ${3:-}" ;;
+	*) failed=$((failed + 1)); echo "not ok $n $id${3:+ # $3}" ;;
+	esac
+}
+# requirement_unmet SUITE: why the host cannot run the suite, or nothing.
+requirement_unmet() {
+	local r have
+	for r in ${REQUIRES[$1]}; do
+		case $r in
+		cmd:*) command -v "${r#cmd:}" >/dev/null || { echo "needs the command ${r#cmd:}"; return; } ;;
+		file:*) [[ -e ${r#file:} ]] || { echo "needs ${r#file:}"; return; } ;;
+		mem:*)
+			have=$(awk '$1 == "MemAvailable:" { print int($2 / 1048576) }' /proc/meminfo)
+			((have >= ${r#mem:})) || { echo "needs ${r#mem:} GiB of free host memory, has $have"; return; }
+			;;
+		cpus:*) (($(nproc) >= ${r#cpus:})) || { echo "needs ${r#cpus:} host CPUs, has $(nproc)"; return; } ;;
+		*) echo "unknown requirement '$r'"; return ;;
+		esac
+	done
+}
+
+# run_host_suite SUITE INDEX...
+run_host_suite() {
+	local s=$1 i log rc start dir=$BUILD/logs/$1
+	shift
+	mkdir -p "$dir"
+	for i in "$@"; do
+		log=$dir/${tname[$i]//\//_}.log
+		start=$SECONDS
+		VSTOR_FLAVOR=$flavor run_test "$(suite_file "$s")" "${tname[$i]}" "${ttimeout[$i]}" "$log"
+		rc=$?
+		case $rc in
+		0)
+			grep '^==> ' "$log" | sed 's/^/# /'
+			emit ok "$i"
+			;;
+		4) emit skip "$i" "$(tail -n 1 "$log")" ;;
+		*)
+			tail -n 40 "$log" | sed 's/^/# /'
+			if ((rc == 124 || rc == 137)); then
+				emit fail "$i" "timed out after ${ttimeout[$i]} s; log: $log"
+			else
+				emit fail "$i" "exit $rc; log: $log"
+			fi
+			[[ ${FATAL[$s]} == 1 ]] && bailed=${ids[$i]}
+			;;
+		esac
+		echo "# ${ids[$i]}: $((SECONDS - start)) s"
+		[[ -z $bailed ]] || return
+	done
+}
+
+# run_guest_suite SUITE INDEX...: one boot; the guest's own KTAP is checked
+# against the plan and renumbered.
+run_guest_suite() {
+	local s=$1 i keep=$BUILD/logs/$1 total=0 want=() exp=() boot="" all=1
+	local line id status rest vmrc=0 gplan="" bail="" j k problems=()
+	shift
+	for i in "$@"; do
+		if [[ ${tname[$i]} == boot ]]; then
+			boot=$i
+		else
+			exp+=("$i") want+=("${tname[$i]}")
+			total=$((total + ttimeout[i]))
+		fi
+	done
+	for i in "${!ids[@]}"; do
+		[[ ${tsuite[$i]} == "$s" && ${tname[$i]} != boot && -z ${SEL[${ids[$i]}]:-} ]] && all=0
+	done
+	((all)) && want=()
 	rm -rf "$keep"
-	# shellcheck disable=SC2086
-	"$TOP/vm/vm.sh" --flavor "$flavor" --keep "$keep" --timeout 900 $opts -- \
-		"$TOP/tests/guest/run.sh" $suites >"$keep.out" 2>&1
-	vmrc=$?
+	local -a vmargs
+	eval "vmargs=(${VM[$s]})"
+	echo "# boot $s ($flavor kernel): vm/vm.sh ${VM[$s]} -- tests/guest/run.sh $s ${want[*]}"
+	k=0
 	while IFS= read -r line; do
 		case $line in
-		"ok "*"# SKIP"*) result SKIP "$name: ${line#ok * }" ;;
-		"ok "*) result OK "$name: ${line#ok * }" ;;
-		"not ok "*) result FAIL "$name: ${line#not ok * }" ;;
-		"KTAP version"* | 1..*) ;;
-		*) echo "  $line" ;;
+		"ok "* | "not ok "*)
+			if [[ $line =~ ^(not\ )?ok\ [0-9]+\ ([^ ]+)(.*)$ ]]; then
+				id=${BASH_REMATCH[2]} rest=${BASH_REMATCH[3]}
+				status=ok
+				[[ -n ${BASH_REMATCH[1]} ]] && status=fail
+				[[ $rest == " # SKIP"* ]] && status=skip
+				# Tests the guest passed over before this one.
+				for ((j = k; j < ${#exp[@]}; j++)); do
+					[[ ${ids[${exp[$j]}]} == "$id" ]] && break
+				done
+				if ((j == ${#exp[@]})); then
+					problems+=("the guest reported a test nobody planned: $line")
+					continue
+				fi
+				for (( ; k < j; k++)); do
+					emit fail "${exp[$k]}" "the guest skipped it without a result"
+				done
+				rest=${rest# # }
+				rest=${rest#SKIP }
+				emit "$status" "${exp[$k]}" "$rest"
+				k=$((k + 1))
+			else
+				problems+=("unreadable result line: $line")
+			fi
+			;;
+		1..*) gplan=${line#1..} ;;
+		"Bail out!"*) bail=$line; echo "# $line" ;;
+		"KTAP version"*) ;;
+		"vm: exit "*) vmrc=${line#vm: exit } ;;
+		"#"*) echo "$line" ;;
+		*) echo "# $line" ;;
 		esac
-	done <"$keep.out"
-	if [[ ! -s $keep/status ]]; then
-		result FAIL "$name: guest did not complete (vm.sh exit $vmrc, see $keep/console.log)"
-	elif grep -Eq "$KLOG_BAD" "$keep/console.log"; then
-		result FAIL "$name: kernel log reports a problem (see $keep/console.log)"
+	done < <(
+		"$TOP/vm/vm.sh" --flavor "$flavor" --keep "$keep" --timeout $((total + 300)) \
+			"${vmargs[@]}" -- "$TOP/tests/guest/run.sh" --timeout-scale "$scale" \
+			${VSTOR_SUITE_DIRS:+--suite-dirs "$VSTOR_SUITE_DIRS"} "$s" "${want[@]}" 2>&1
+		echo "vm: exit $?"
+	)
+
+	# What the guest did not report, and why.
+	local why="the guest stopped before running it (vm.sh exit $vmrc; see $keep/console.log)"
+	[[ -n $bail ]] && why="not run: $bail"
+	local cur="" bad=() outside=()
+	if [[ -f $keep/console.log ]]; then
+		while IFS= read -r line; do
+			if [[ $line =~ vstor-test:\ start\ [0-9]+\ ([^ ]+) ]]; then
+				cur=${BASH_REMATCH[1]}
+			elif [[ $line =~ vstor-test:\ end\  ]]; then
+				cur=""
+			elif [[ $line =~ $KLOG_BAD ]]; then
+				if [[ -n $cur ]]; then bad+=("$cur: $line"); else outside+=("$line"); fi
+			fi
+		done <"$keep/console.log"
+		if [[ -n $cur ]]; then
+			why="the guest died during $cur (vm.sh exit $vmrc; see $keep/console.log)"
+		fi
+	fi
+	for line in "${bad[@]}"; do echo "# kernel log: $line"; done
+	for (( ; k < ${#exp[@]}; k++)); do
+		emit fail "${exp[$k]}" "$why"
+	done
+
+	[[ -s $keep/status ]] || problems+=("the guest did not power off by itself (vm.sh exit $vmrc)")
+	[[ -n $gplan ]] || problems+=("the guest printed no plan")
+	[[ -z $gplan || $gplan == "${#exp[@]}" ]] || problems+=("the guest planned $gplan tests, the host ${#exp[@]}")
+	[[ -z $bail ]] || problems+=("$bail")
+	((${#outside[@]} == 0)) || problems+=("kernel log outside the tests: ${outside[0]}")
+	for f in "$keep"/fs-*.rc; do
+		[[ -e $f ]] || continue
+		[[ $(cat "$f") == 0 || $(cat "$f") == 143 ]] ||
+			problems+=("daemon $(basename "$f" .rc) exited $(cat "$f") (see ${f%.rc}.log)")
+	done
+	if [[ -n $boot ]]; then
+		if ((${#problems[@]})); then
+			printf '# %s\n' "${problems[@]}"
+			emit fail "$boot" "${problems[0]}"
+		else
+			emit ok "$boot"
+		fi
+	fi
+}
+
+echo "KTAP version 1"
+echo "# vstor tests, $flavor kernel: ${#plan[@]} tests${sels[*]:+ (selected: ${sels[*]})}"
+echo "1..${#plan[@]}"
+start=$SECONDS
+for s in "${SUITES[@]}"; do
+	mine=()
+	for i in "${plan[@]}"; do
+		[[ ${tsuite[$i]} == "$s" ]] && mine+=("$i")
+	done
+	((${#mine[@]})) || continue
+	if [[ -n $bailed ]]; then
+		for i in "${mine[@]}"; do emit fail "$i" "not run: $bailed failed"; done
+		continue
+	fi
+	why=$(requirement_unmet "$s")
+	if [[ -n $why ]]; then
+		for i in "${mine[@]}"; do emit skip "$i" "$why"; done
+		continue
+	fi
+	if [[ ${KIND[$s]} == guest ]]; then
+		run_guest_suite "$s" "${mine[@]}"
 	else
-		result OK "$name: guest booted, ran its suites and powered off; kernel log clean"
+		run_host_suite "$s" "${mine[@]}"
 	fi
 done
-echo "# $flavor run took $((SECONDS - start))s"
-finish
+# Whatever the runner itself lost is a failure too.
+for i in "${plan[@]}"; do
+	[[ -n ${REPORTED[${ids[$i]}]:-} ]] || emit fail "$i" "no result (runner error)"
+done
+echo "# the run took $((SECONDS - start)) s ($flavor kernel)"
+echo "$passed passed, $failed failed, $skipped skipped"
+((failed == 0 && n == ${#plan[@]}))

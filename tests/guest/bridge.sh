@@ -2,7 +2,12 @@
 # data path is vhost-blk. Driven by a scripted vhost-user front end
 # (tests/tools/vub_test.py) and by the host's own QEMU booting a second-level
 # guest inside this one, with the bridge serving its disk.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+# The guest this suite boots (vm/vm.sh options) and what it needs built.
+SUITE_VM=(--cpus 2 --no-disk --append "brd.rd_nr=2 brd.rd_size=262144")
+SUITE_NEEDS=(kernel tools)
+SUITE_ORDER=90
 
 BRIDGE=$TOOLS/vhost-blk-bridge
 VUB=$TOP/tests/tools/vub_test.py

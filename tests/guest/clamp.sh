@@ -1,7 +1,11 @@
 # num_poll_queues larger than the device allows: booted with
 # virtio_blk.num_poll_queues=4, a two-queue disk (vstor0) and a single-queue
 # disk (vstor1). The request is cut down and the kernel log says so.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+# The guest this suite boots (vm/vm.sh options) and what it needs built.
+SUITE_VM=(--cpus 2 --disk file:queues=2 --disk null:queues=1 --append virtio_blk.num_poll_queues=4)
+SUITE_NEEDS=(kernel tools)
 
 TESTS=(clamp_two_queues clamp_one_queue)
 

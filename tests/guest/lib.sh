@@ -6,9 +6,10 @@
 # to stdout prefixed with "# " by the runner. A kernel log line matching
 # KLOG_BAD that appears while a test runs fails that test.
 
-TOOLS=${TOOLS:-$TOP/build/tools}
+# shellcheck source=../common.sh
+. "$TOP/tests/common.sh"
 
-fail() { echo "FAIL: $*"; return 1; }
+TOOLS=${TOOLS:-$TOP/build/tools}
 
 # vhost_blk_load: load vhost_blk (from the booted kernel's modules) unless
 # /dev/vhost-blk is already there.
@@ -24,13 +25,9 @@ vhost_blk_load() {
 ext4_on() {
 	mkdir -p "$2"
 	mountpoint -q "$2" && return 0
-	mkfs.ext4 -q -F "$1" && mount "$1" "$2" || fail "cannot make ext4 on $1"
-}
-note() { echo "$*"; }
-
-# expect_eq WHAT GOT WANT
-expect_eq() {
-	[[ $2 == "$3" ]] || fail "$1: got '$2', want '$3'"
+	if ! mkfs.ext4 -q -F "$1" || ! mount "$1" "$2"; then
+		fail "cannot make ext4 on $1"
+	fi
 }
 
 # Disk name (vda, ...) of the virtio-blk disk with this serial.
@@ -65,11 +62,11 @@ irq_lines() { awk -v re="$1" '$NF ~ re' /proc/interrupts | wc -l; }
 
 # fio_json OUT ARGS...: run fio with JSON output into OUT; fail on fio error.
 fio_json() {
-	local out=$1
+	local json=$1
 	shift
-	if ! "${FIO_BIN:-fio}" --output-format=json --output="$out" "$@" >"$out.log" 2>&1; then
-		cat "$out.log"
-		[[ -s $out ]] && grep -E '"error"' "$out" | head -5
+	if ! "${FIO_BIN:-fio}" --output-format=json --output="$json" "$@" >"$json.log" 2>&1; then
+		cat "$json.log"
+		[[ -s $json ]] && grep -E '"error"' "$json" | head -5
 		return 1
 	fi
 }

@@ -1,6 +1,10 @@
 # Several poll queues: booted with 4 vCPUs, a four-queue disk (vstor0) and
 # virtio_blk.poll_queues=3 (the old name). Polled jobs on every CPU verify.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+# The guest this suite boots (vm/vm.sh options) and what it needs built.
+SUITE_VM=(--cpus 4 --disk file:queues=4 --append virtio_blk.poll_queues=3)
+SUITE_NEEDS=(kernel tools)
 
 TESTS=(multi_layout multi_percpu_verify)
 

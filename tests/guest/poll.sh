@@ -1,7 +1,11 @@
 # virtio-blk poll queues, booted with virtio_blk.num_poll_queues=1 and a
 # two-queue file disk (serial vstor0): layout, polled completion without
 # interrupts, interrupt-driven I/O beside it, data integrity, runtime change.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+# The guest this suite boots (vm/vm.sh options) and what it needs built.
+SUITE_VM=(--cpus 2 --disk file:queues=2 --append virtio_blk.num_poll_queues=1)
+SUITE_NEEDS=(kernel tools)
 
 TESTS=(poll_layout poll_hipri_no_irq poll_plain_irq poll_mixed poll_verify
 	poll_cross_verify poll_runtime_off poll_runtime_alias poll_module_load)

@@ -2,7 +2,11 @@
 # Booted with 2 vCPUs, a two-queue file disk with one poll queue (vstor0), a
 # second two-queue file disk for unplugging (vstor1) and a read-only file disk
 # (vstor2). The commands are sent by build/tools/vblk_pt (tests/tools).
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+# The guest this suite boots (vm/vm.sh options) and what it needs built.
+SUITE_VM=(--cpus 2 --disk file:queues=2 --disk file --disk file:ro --append virtio_blk.num_poll_queues=1)
+SUITE_NEEDS=(kernel tools fio)
 
 TESTS=(pt_node pt_info pt_get_id pt_cross_check pt_polled_no_irq
 	pt_segments pt_ranges pt_hostile pt_perms pt_readonly pt_concurrent
@@ -100,7 +104,8 @@ pt_cross_check() {
 			for fixed in "" -F; do
 				for op in write writev; do
 					[[ $op == writev && -n $fixed ]] && continue
-					opts=(-p $seed -s $sector -l $len -c 4 -q 2 $poll)
+					opts=(-p "$seed" -s "$sector" -l "$len" -c 4 -q 2)
+					[[ -z $poll ]] || opts+=("$poll")
 					[[ $op == writev ]] && opts+=(-S 3)
 					pt "${opts[@]}" $fixed "$dev" $op ||
 						fail "passthrough $op ${opts[*]} $fixed" || return

@@ -1,7 +1,11 @@
 # Per-disk runtime change of the number of poll queues
 # (/sys/block/vdX/num_poll_queues). Booted with 4 vCPUs, a four-queue file
 # disk (vstor0) and a two-queue file disk (vstor1), no poll queues at probe.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+# The guest this suite boots (vm/vm.sh options) and what it needs built.
+SUITE_VM=(--cpus 4 --disk file:queues=4 --disk file:queues=2)
+SUITE_NEEDS=(kernel tools)
 
 TESTS=(repoll_initial repoll_set repoll_bad_input repoll_hipri_0_to_m
 	repoll_idle_poller repoll_flip_under_load repoll_flip_polled_load

@@ -2,7 +2,11 @@
 # inline scatterlist (2) up to the device's max_segments and beyond, on the
 # sync, polled and io_uring paths, data verified. Needs the poll boot (one
 # poll queue) for the polled paths; runs on the disk with serial vstor0.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+# The guest this suite boots (vm/vm.sh options) and what it needs built.
+SUITE_VM=(--cpus 2 --disk file:queues=2 --append virtio_blk.num_poll_queues=1)
+SUITE_NEEDS=(kernel tools)
 
 TESTS=(sgl_limits sgl_segments sgl_full_pages sgl_1m)
 

@@ -2,7 +2,12 @@
 # by the userspace virtio-blk driver tools/virtio/vhost_blk_test on every
 # kind of backend the guest has: brd, null_blk (memory-backed), the guest's
 # own virtio-blk disk, a file on ext4 and a file on tmpfs.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+# The guest this suite boots (vm/vm.sh options) and what it needs built.
+SUITE_VM=(--cpus 2 --disk file:queues=2 --append "brd.rd_nr=2 brd.rd_size=65536"
+	--append "null_blk.nr_devices=1 null_blk.memory_backed=1 null_blk.gb=1 null_blk.discard=1")
+SUITE_NEEDS=(kernel tools)
 
 VBT=$TOOLS/vhost_blk_test
 VB_MNT=/tmp/vb-ext4

@@ -4,13 +4,19 @@
 # queues, on a 4-CPU guest. Each daemon's counters are in
 # /run/vstor/fs-TAG.stats and its shared directory is /run/vstor/fs-TAG,
 # which this guest also sees over 9p: the host's own view of the files.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+# The guest this suite boots (vm/vm.sh options) and what it needs built.
+SUITE_VM=(--cpus 4 --no-disk --virtiofs "tag=fs1,queues=1" --virtiofs "tag=fs2,queues=2"
+	--virtiofs "tag=fs4,queues=4,threads=2")
+SUITE_NEEDS=(kernel tools)
+SUITE_ORDER=80
 
 VF=/tmp/vf
 VF_TAGS=(fs1 fs2 fs4)
 
 # vf_queues TAG: the request queues the boot gave TAG (from its stats file).
-vf_queues() { echo $(($(awk '$1 == "queues" { print $2 }' "/run/vstor/fs-$1.stats") - 1)); }
+vf_queues() { echo $(($(stat_get "/run/vstor/fs-$1.stats" queues) - 1)); }
 
 vf_mount() {
 	mkdir -p "$VF/$1"
@@ -32,7 +38,7 @@ vf_cpus() {
 	local part out=()
 	for part in ${1//,/ }; do
 		if [[ $part == *-* ]]; then
-			out+=($(seq "${part%-*}" "${part#*-}"))
+			mapfile -t -O "${#out[@]}" out < <(seq "${part%-*}" "${part#*-}")
 		else
 			out+=("$part")
 		fi
@@ -44,25 +50,25 @@ vf_cpus() {
 # cover every request that completed before the call.
 vf_sync() {
 	local f=/run/vstor/fs-$1.stats seq i
-	seq=$(awk '$1 == "seq" { print $2 }' "$f")
+	seq=$(stat_get "$f" seq) || return
 	for ((i = 0; i < 200; i++)); do
-		(($(awk '$1 == "seq" { print $2 }' "$f") >= seq + 2)) && return 0
+		(($(stat_get "$f" seq) >= seq + 2)) && return 0
 		sleep 0.05
 	done
 	fail "vufsd for $1 stopped updating $f"
 }
 
 # vf_counter TAG VQ FIELD: one per-vring counter.
-vf_counter() {
-	awk -v q="$2" -v f="$3" '$1 == "vq" && $2 == q {
-		for (i = 3; i < NF; i += 2) if ($i == f) print $(i + 1) }' \
-		"/run/vstor/fs-$1.stats"
-}
+vf_counter() { stat_get "/run/vstor/fs-$1.stats" "vq.$2.$3"; }
 
 # vf_snapshot TAG: "requests bytes_in bytes_out" of each vring, one per line.
 vf_snapshot() {
 	vf_sync "$1" || return 1
-	awk '$1 == "vq" { print $4, $6, $8 }' "/run/vstor/fs-$1.stats"
+	local f=/run/vstor/fs-$1.stats q n
+	n=$(stat_get "$f" queues) || return
+	for ((q = 0; q < n; q++)); do
+		stat_get "$f" "vq.$q.requests" "vq.$q.bytes_in" "vq.$q.bytes_out" | paste -sd' ' || return
+	done
 }
 
 # vf_queue_of TAG CPU: the request queue (sysfs mqs index, = daemon vring)
@@ -86,9 +92,11 @@ vf_mount_all() {
 		n=$(vf_queues "$tag")
 		want="hiprio"
 		for ((q = 0; q < n; q++)); do want+=" requests.$q"; done
-		names=$(for q in $(ls "$sys/mqs" | sort -n); do cat "$sys/mqs/$q/name"; done | xargs)
+		names=$(for q in $(find "$sys/mqs" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort -n); do
+			cat "$sys/mqs/$q/name"
+		done | xargs)
 		expect_eq "$tag queues in sysfs" "$names" "$want" || return 1
-		expect_eq "$tag connected" "$(awk '$1 == "connected" { print $2 }' "/run/vstor/fs-$tag.stats")" 1 || return 1
+		expect_eq "$tag connected" "$(stat_get "/run/vstor/fs-$tag.stats" connected)" 1 || return 1
 		echo "from the host side" >"/run/vstor/fs-$tag/host.txt"
 		expect_eq "$tag host file" "$(cat "$VF/$tag/host.txt")" "from the host side" || return 1
 		echo "from the guest" >"$VF/$tag/guest.txt"
@@ -100,7 +108,7 @@ vf_mount_all() {
 
 desc_vf_cpu_list="each device's cpu_list: hiprio lists every CPU; the request queues split the CPUs evenly with each CPU on exactly one queue; each request queue's list equals the affinity of its MSI-X vector"
 vf_cpu_list() {
-	local tag sys q n cpus all seen lists min max
+	local tag sys q n cpus all seen lists min max cpu_arr
 	all=$(seq 0 $(($(nproc) - 1)) | xargs)
 	for tag in "${VF_TAGS[@]}"; do
 		sys=$(vf_sysfs "$tag") || return 1
@@ -111,11 +119,11 @@ vf_cpu_list() {
 			cpus=$(vf_cpus "$(cat "$sys/mqs/$q/cpu_list")")
 			seen+=" $cpus"
 			lists+=" [$cpus]"
-			set -- $cpus
-			(($# < min)) && min=$#
-			(($# > max)) && max=$#
+			read -ra cpu_arr <<<"$cpus"
+			((${#cpu_arr[@]} < min)) && min=${#cpu_arr[@]}
+			((${#cpu_arr[@]} > max)) && max=${#cpu_arr[@]}
 		done
-		expect_eq "$tag CPUs over the request queues" "$(echo $seen | tr ' ' '\n' | sort -n | xargs)" "$all" || return 1
+		expect_eq "$tag CPUs over the request queues" "$(tr ' ' '\n' <<<"$seen" | grep . | sort -n | xargs)" "$all" || return 1
 		((max - min <= 1)) || { fail "$tag: uneven split$lists"; return 1; }
 		note "$tag: hiprio [$all], request queues$lists"
 	done
@@ -180,7 +188,8 @@ vf_pinned() {
 
 desc_vf_fio_verify="fio crc32c verify on fs4, one job pinned per CPU (random 4k-256k writes, then reads back): data intact, and every request queue carried data"
 vf_fio_verify() {
-	local before after i n=$(nproc)
+	local before after i n
+	n=$(nproc)
 	mkdir -p "$VF/fs4/fio"
 	mapfile -t before < <(vf_snapshot fs4)
 	fio_json /tmp/vf-fio.json --name=vfverify --directory="$VF/fs4/fio" \
@@ -266,8 +275,9 @@ for what, fn in (("write", write), ("truncate", lambda: os.truncate(f, 0))):
         assert mode == 0o777, f"{what} by nobody: {p} has mode {mode:o}"
 PY
 	for ((i = 0; i < 2000; i++)); do : >"$m/e/n$i"; done
-	expect_eq "readdir count" "$(ls "$m/e" | wc -l)" 2000 || return 1
-	expect_eq "readdir names" "$(ls "$m/e" | sort | md5sum)" "$(ls "$h/e" | sort | md5sum)" || return 1
+	expect_eq "readdir count" "$(find "$m/e" -mindepth 1 -maxdepth 1 | wc -l)" 2000 || return 1
+	expect_eq "readdir names" "$(find "$m/e" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | md5sum)" \
+		"$(find "$h/e" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | md5sum)" || return 1
 	# 9p reports bigger blocks; the file system's size in MiB is the same.
 	expect_eq "statfs size (MiB)" "$(($(stat -f -c '%b * %S' "$m") >> 20))" "$(($(stat -f -c '%b * %S' "$h") >> 20))" || return 1
 	rm "$m/hard" "$m/soft" && rm -r "$m/e" || return 1
@@ -316,9 +326,9 @@ vf_umount() {
 		echo "kept $tag" >"$VF/$tag/kept"
 		umount "$VF/$tag" || { fail "cannot unmount $tag"; return 1; }
 		vf_sync "$tag" || return 1
-		inodes=$(awk '$1 == "inodes" { print $2 }' "/run/vstor/fs-$tag.stats")
-		handles=$(awk '$1 == "handles" { print $2 }' "/run/vstor/fs-$tag.stats")
-		mal=$(awk '$1 == "vq" { s += $12 } END { print s + 0 }' "/run/vstor/fs-$tag.stats")
+		inodes=$(stat_get "/run/vstor/fs-$tag.stats" inodes) || return
+		handles=$(stat_get "/run/vstor/fs-$tag.stats" handles) || return
+		mal=$(stat_get "/run/vstor/fs-$tag.stats" "vq.*.malformed") || return
 		note "$tag after umount: $inodes inodes, $handles open files, $mal malformed"
 		expect_eq "$tag inodes after umount" "$inodes" 1 || return 1
 		expect_eq "$tag open files after umount" "$handles" 0 || return 1

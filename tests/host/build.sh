@@ -1,0 +1,32 @@
+# The build steps every other suite stands on: Debian packages, the kernel
+# tree, the guest kernel, the tools and fio. The runner runs the ones the
+# chosen suites need (their SUITE_NEEDS) first; a failure stops the run
+# (SUITE_FATAL), since nothing after it could work.
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+SUITE_ORDER=0
+SUITE_FATAL=1
+TESTS=(deps tree roundtrip kernel tools fio)
+
+desc_deps="Debian packages installed (scripts/setup.sh)"
+timeout_deps=1800
+deps() { "$TOP/scripts/setup.sh"; }
+
+desc_tree="build/linux is the Debian base with kernel/patches applied (scripts/prepare.sh)"
+timeout_tree=900
+tree() { "$TOP/scripts/prepare.sh"; }
+
+desc_roundtrip="prepare + refresh round trip changes nothing (scripts/refresh.sh --check)"
+roundtrip() { "$TOP/scripts/refresh.sh" --check; }
+
+desc_kernel="the kernel builds with every config fragment line applied (scripts/build-kernel.sh)"
+timeout_kernel=3600
+kernel() { "$TOP/scripts/build-kernel.sh" "${VSTOR_FLAVOR:-guest}"; }
+
+desc_tools="the daemons (tools/) and test programs (tests/tools) build with -Werror (make tools)"
+timeout_tools=600
+tools() { make -s -C "$TOP" tools WERROR=1; }
+
+desc_fio="fio with cmd_type=vblk builds: Debian's fio 3.33 source + tools/fio (scripts/build-fio.sh)"
+timeout_fio=1800
+fio() { "$TOP/scripts/build-fio.sh"; }

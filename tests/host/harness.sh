@@ -1,0 +1,81 @@
+# The runner checks itself: it runs tests/run.sh on the self-test suites in
+# tests/selftest (tests that pass, fail, skip, time out, exit early, warn in
+# the kernel log, panic the guest, or never print a plan) and checks that
+# every one is counted, numbered against the plan, and judged right.
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+SUITE_ORDER=40
+SUITE_NEEDS=(kernel)
+TESTS=(host_outcomes selection guest_warning_timeout guest_panic guest_no_plan)
+timeout_guest_warning_timeout=600
+timeout_guest_panic=600
+timeout_guest_no_plan=600
+
+# selftest OUT ARGS...: tests/run.sh on the self-test suites; its output in
+# OUT, its exit status returned.
+selftest() {
+	local out=$1
+	shift
+	VSTOR_SUITE_DIRS=$TOP/tests/selftest/host:$TOP/tests/selftest/guest \
+		"$TOP/tests/run.sh" ${VSTOR_FLAVOR:+$([[ $VSTOR_FLAVOR == debug ]] && echo --debug)} \
+		"$@" >"$out" 2>&1
+}
+
+# expect_lines OUT REGEX...: every REGEX matches a line of OUT.
+expect_lines() {
+	local out=$1 re
+	shift
+	for re in "$@"; do
+		grep -Eq -- "$re" "$out" || { cat "$out"; fail "no line matching '$re'"; return; }
+	done
+}
+
+desc_host_outcomes="pass, fail, skip, timeout and an early exit are each counted once, against a plan of 5"
+host_outcomes() {
+	local out=/tmp/vstor-selftest-host.out
+	selftest $out fake && { cat $out; fail "the run passed with failing tests"; return; }
+	expect_lines $out '^1\.\.5$' '^ok 1 fake:passes$' '^not ok 2 fake:fails # exit 1' \
+		'^ok 3 fake:skips # SKIP no such hardware here$' \
+		'^not ok 4 fake:sleeps_past_timeout # timed out after 2 s' \
+		'^not ok 5 fake:exits_early # exit 1' '^1 passed, 3 failed, 1 skipped$' || return
+	expect_eq "last line" "$(tail -n 1 $out)" "1 passed, 3 failed, 1 skipped"
+}
+
+desc_selection="SUITE:TEST runs one test; an unknown suite or test is an error that runs nothing"
+selection() {
+	local out=/tmp/vstor-selftest-sel.out
+	selftest $out fake:passes || { cat $out; fail "fake:passes failed"; return; }
+	expect_lines $out '^1\.\.1$' '^ok 1 fake:passes$' '^1 passed, 0 failed, 0 skipped$' || return
+	selftest $out nosuch && { fail "an unknown suite was accepted"; return; }
+	expect_lines $out "no suite 'nosuch'" || return
+	selftest $out fake:nosuch && { fail "an unknown test was accepted"; return; }
+	expect_lines $out "suite fake has no test 'nosuch'" || return
+	selftest $out --list fake || { cat $out; fail "--list fake failed"; return; }
+	expect_lines $out '^  fake:sleeps_past_timeout +outlives its 2 s timeout$' '^5 tests$'
+}
+
+desc_guest_warning_timeout="in a guest: a kernel warning fails a passing test, a test past its timeout is killed and fails, the next test runs"
+guest_warning_timeout() {
+	local out=/tmp/vstor-selftest-warn.out
+	selftest $out warn && { cat $out; fail "the run passed"; return; }
+	expect_lines $out '^1\.\.4$' '^not ok 1 warn:kernel_warning$' \
+		'^not ok 2 warn:sleeps_past_timeout # timed out after [0-9]+ s' \
+		'^ok 3 warn:passes$' '^ok 4 warn:boot$' '^2 passed, 2 failed, 0 skipped$'
+}
+
+desc_guest_panic="a guest that panics mid-test: that test fails, the later one is counted as not run, the boot fails"
+guest_panic() {
+	local out=/tmp/vstor-selftest-panic.out
+	selftest $out panic && { cat $out; fail "the run passed"; return; }
+	expect_lines $out '^1\.\.3$' '^not ok 1 panic:panics # the guest died during panic:panics' \
+		'^not ok 2 panic:never_runs # the guest died during panic:panics' \
+		'^not ok 3 panic:boot # ' '^0 passed, 3 failed, 0 skipped$'
+}
+
+desc_guest_no_plan="a guest suite that bails out before its plan: its tests still count, as failures"
+guest_no_plan() {
+	local out=/tmp/vstor-selftest-noplan.out
+	selftest $out noplan && { cat $out; fail "the run passed"; return; }
+	expect_lines $out '^1\.\.3$' '^not ok 1 noplan:first # ' '^not ok 2 noplan:second # ' \
+		'^not ok 3 noplan:boot # ' '^0 passed, 3 failed, 0 skipped$'
+}

@@ -1,0 +1,39 @@
+# Series hygiene, one test per patch: checkpatch.pl --strict, and a build of
+# the guest kernel at that patch (scripts/check-series.sh). The tests are
+# made from kernel/patches/series: checkpatch_NNNN and builds_NNNN for the
+# patch numbered NNNN.
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+SUITE_ORDER=30
+SUITE_NEEDS=(tree kernel)
+
+SERIES_PATCHES=()
+while read -r _p; do
+	[[ -z $_p || $_p == \#* ]] || SERIES_PATCHES+=("$_p")
+done <"$TOP/kernel/patches/series"
+TESTS=()
+for _p in "${SERIES_PATCHES[@]}"; do
+	TESTS+=("checkpatch_${_p%%-*}")
+	declare "desc_checkpatch_${_p%%-*}=checkpatch --strict: $_p"
+done
+for _p in "${SERIES_PATCHES[@]}"; do
+	TESTS+=("builds_${_p%%-*}")
+	declare "desc_builds_${_p%%-*}=the guest kernel builds without warnings at $_p"
+	# The first build after the guest kernel's fills build/obj-bisect.
+	declare "timeout_builds_${_p%%-*}=1800"
+done
+unset _p
+
+# suite_run TEST: checkpatch_NNNN or builds_NNNN.
+suite_run() {
+	local num=${1#*_} i
+	for i in "${!SERIES_PATCHES[@]}"; do
+		[[ ${SERIES_PATCHES[$i]} == "$num"-* ]] || continue
+		case $1 in
+		checkpatch_*) "$TOP/scripts/check-series.sh" checkpatch "${SERIES_PATCHES[$i]}" ;;
+		builds_*) "$TOP/scripts/check-series.sh" build $((i + 1)) ;;
+		esac
+		return
+	done
+	fail "no patch numbered $num in kernel/patches/series"
+}

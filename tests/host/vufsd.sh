@@ -1,0 +1,41 @@
+# vufsd (tools/vufsd) on the host, against a scripted vhost-user-fs front
+# end (tests/tools/vufs_test.py): every FUSE opcode, queues, the error
+# contract for malformed chains, escapes from the shared directory, front
+# ends that vanish mid-request, resets and the command line. Then again with
+# rings that busy-poll instead of sleeping (_poll) and with three workers
+# per request queue (_threads). The checks of a scenario are in its log.
+# shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
+
+SUITE_ORDER=20
+SUITE_NEEDS=(tools)
+SUITE_TIMEOUT=600
+TESTS=(ops queues malformed escape disconnect reset ops_poll disconnect_poll
+	ops_threads queues_threads disconnect_threads reset_threads)
+
+desc_ops="every FUSE opcode on a 2-queue device"
+desc_queues="requests on each request queue land on its own vring and counters"
+desc_malformed="malformed chains and requests: each answered or returned, the next request served"
+desc_escape="nothing leads outside the shared directory (.., /, symlinks, swapped directories, FIFOs, devices)"
+desc_disconnect="a front end that vanishes with requests in flight: all released, the next connection served"
+desc_reset="vring stop and restart, RESET_DEVICE and RESET_OWNER"
+desc_ops_poll="ops with busy-polling rings (--busy-poll 200)"
+desc_disconnect_poll="disconnect with busy-polling rings"
+desc_ops_threads="ops with three workers per request queue (--threads 3)"
+desc_queues_threads="queues with three workers per request queue"
+desc_disconnect_threads="disconnect with three workers per request queue"
+desc_reset_threads="reset with three workers per request queue"
+
+# suite_run SCENARIO[_poll|_threads]
+suite_run() {
+	local opts=(--queues 2)
+	case $1 in
+	*_poll) opts+=(--busy-poll 200) ;;
+	*_threads) opts+=(--threads 3) ;;
+	esac
+	local out rc=0
+	out=$(/usr/bin/python3 "$TOP/tests/tools/vufs_test.py" --daemon vufsd \
+		--bin "$BUILD/tools/vufsd" "${opts[@]}" "${1%_*}" 2>&1) || rc=$?
+	printf '%s\n' "$out"
+	echo "==> vufs_test.py ${opts[*]} ${1%_*}: $(tail -n 1 <<<"$out")"
+	return $rc
+}
