@@ -177,6 +177,8 @@ trap 'exit 143' TERM
 trap 'exit 129' HUP
 
 if ((REMOVE_ONLY)); then
+	[[ -e $ROOT ]] || { log "$ROOT does not exist: nothing to remove"; exit 0; }
+	[[ -f $ROOT/$MARK ]] || die "refusing to remove $ROOT: no $MARK in it, so not a root this script made"
 	DELETE=1
 	exit 0          # cleanup does it
 fi
