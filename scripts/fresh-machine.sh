@@ -80,7 +80,7 @@ while (($#)); do
 done
 
 [[ $(id -u) -eq 0 ]] || die "run as root (mmdebstrap, mount, chroot)"
-[[ $ROOT != *[[:space:]]* ]] || die "the root's path must not contain blanks: $ROOT"
+[[ $ROOT != *[[:space:]*?\[\]\\]* ]] || die "the root's path must not contain blanks or *?[]\\: $ROOT"
 ROOT=$(realpath -m -- "$ROOT")
 [[ $ROOT == /*/* ]] || die "refusing $ROOT as the root: give a directory at least two levels down"
 
@@ -95,12 +95,9 @@ mounts_under() {
 
 # Processes whose root directory is the root: what the chroot started.
 procs_in_root() {
-	local p r
-	for p in /proc/[0-9]*; do
-		r=$(readlink "$p/root" 2>/dev/null) || continue
-		[[ $r == "$ROOT" || $r == "$ROOT"/* ]] && echo "${p#/proc/}"
-	done
-	return 0
+	find /proc -mindepth 2 -maxdepth 2 -name root \
+		\( -lname "$ROOT" -o -lname "$ROOT/*" \) -printf '%h\n' 2>/dev/null |
+		sed 's|^/proc/||' | grep -vx -e self -e thread-self || true
 }
 
 # Stop what still runs in the root (by process id), then unmount everything
@@ -274,13 +271,47 @@ else
 fi
 git -C "$ROOT$CLONE" log -1 --format='==> testing %h %s' >&2
 
+# The host's /dev is bound into the root, so package scripts run there can
+# change its nodes. Watch the ones everything uses: a change is reported,
+# undone (mode and owner) and fails the check.
+DEV_WATCH=(/dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/ptmx)
+dev_state() { stat -c '%n %F %t:%T %a %u:%g' "${DEV_WATCH[@]}" 2>&1; }
+dev_alarms=()
+dev_check() {
+	local before=$1 name=$2 after n
+	after=$(dev_state)
+	[[ $after == "$before" ]] && return 0
+	log "HOST /dev CHANGED while $name ran (before, after):"
+	diff <(echo "$before") <(echo "$after") >&2 || true
+	for n in "${DEV_WATCH[@]}"; do
+		local b a
+		b=$(grep -m1 "^$n character special file " <<<"$before" || true)
+		a=$(stat -c '%n %F %t:%T %a %u:%g' "$n" 2>/dev/null || true)
+		[[ -n $b && $a != "$b" ]] || continue
+		# Same node (major:minor) with another mode or owner: put them back.
+		# shellcheck disable=SC2086 # the fields of one stat line
+		set -- $b
+		if [[ $a == "$n character special file $5 "* ]]; then
+			log "host change: restoring $n to mode $6, owner $7"
+			chmod "$6" "$n" || true
+			chown "$7" "$n" || true
+		else
+			log "$n is no longer the same device node; not touching it"
+		fi
+	done
+	dev_alarms+=("$name")
+}
+
 # run_one NAME ROUND CMD: run CMD in the clone in the chroot, with a clean
 # environment and no terminal input; log it and note status and time.
 res_name=() res_round=() res_st=() res_time=() res_last=() res_log=()
 run_one() {
 	local name=$1 round=$2 cmd=$3 logf st t0 t secs last
 	logf=$LOGS/$(printf '%02d' "${#res_name[@]}")-$name-$round.log
-	log "$name ($round): $cmd   [log: $logf]"
+	local shown=${cmd%%$'\n'*} devs
+	[[ $shown == "$cmd" ]] || shown="$shown ..."
+	log "$name ($round): $shown   [log: $logf]"
+	devs=$(dev_state)
 	t0=$EPOCHREALTIME
 	# shellcheck disable=SC2016 # expanded by the inner bash
 	local run=(chroot "$ROOT" /usr/bin/env -i HOME=/root USER=root LOGNAME=root
@@ -296,6 +327,7 @@ run_one() {
 		st=${PIPESTATUS[0]}
 	fi
 	set -e
+	dev_check "$devs" "$name ($round)"
 	t=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 	secs=$(printf '%dm%02ds' $((t / 60)) $((t % 60)))
 	# make test's last line is "N passed, N failed, N skipped".
@@ -316,6 +348,7 @@ failed=0
 for st in "${res_st[@]}"; do
 	[[ $st == 0 ]] || failed=1
 done
+((${#dev_alarms[@]} == 0)) || failed=1
 {
 	echo "fresh-machine check of $(git -C "$TOP" log -1 --format='%h %s' "$sha")"
 	echo "root $ROOT, logs $LOGS, $(date -R)"
@@ -326,6 +359,8 @@ done
 			"${res_st[$i]}" "${res_time[$i]}" "${res_last[$i]}"
 	done
 	echo "disk used by the root: $(du -sxh "$ROOT" | cut -f1)"
+	((${#dev_alarms[@]} == 0)) ||
+		echo "HOST /dev nodes changed (and were restored) during: ${dev_alarms[*]}"
 } | tee "$LOGS/summary.txt"
 ((failed)) && log "some commands failed; logs in $LOGS"
 exit "$failed"
