@@ -9,10 +9,11 @@
 # again, warm. Each run is timed and logged; a table sums up.
 #
 # As root on a Debian 12 host. Host side effects: installs mmdebstrap when
-# missing; the root (about 0.3 GB bare, several GB after the runs) and the
-# logs, both under /var/tmp by default. Everything mounted under the root is
-# unmounted on exit, failure and Ctrl-C included, and nothing is deleted
-# while anything is still mounted there.
+# missing; the root (181 MB bare, 1.5 GB after setup.sh and build-fio.sh,
+# several GB after the runs) and the logs, both under /var/tmp by default.
+# Everything mounted under the root is unmounted on exit, failure and
+# Ctrl-C included, and nothing is deleted while anything is still mounted
+# there. Documentation/workflow.md, "Proving a fresh machine", has more.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh"

@@ -2,6 +2,7 @@
 # Install everything the project needs on Debian 12, as root. Idempotent:
 # does nothing when all packages are already present.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh"
 
 PKGS=(
