@@ -22,7 +22,8 @@ import sys
 
 
 def parse(text):
-    """Return {dotted key: int or str} for the counters in TEXT."""
+    """Return {dotted key: int} for the counters in TEXT; ValueError if a
+    line is not one of the three shapes or a value is not an integer."""
     out = {}
     for n, line in enumerate(text.splitlines(), 1):
         f = line.split()
@@ -38,6 +39,23 @@ def parse(text):
                 out[prefix + f[i]] = _num(f[i + 1])
         else:
             raise ValueError("line %d: cannot read %r" % (n, line))
+    return out
+
+
+def nested(text):
+    """The counters of TEXT grouped the way the lines group them:
+    {"seq": 12, "op": {"WRITE": 3}, "vq": {1: {"requests": 9, ...}}}."""
+    out = {}
+    for key, value in parse(text).items():
+        parts = key.split(".")
+        if len(parts) == 1:
+            out[key] = value
+        elif len(parts) == 2:
+            out.setdefault(parts[0], {})[parts[1]] = value
+        else:
+            rec = out.setdefault(parts[0], {})
+            idx = int(parts[1]) if parts[1].isdigit() else parts[1]
+            rec.setdefault(idx, {})[parts[2]] = value
     return out
 
 
@@ -61,10 +79,9 @@ def get(stats, key):
 
 
 def _num(s):
-    try:
-        return int(s)
-    except ValueError:
-        return s
+    """Every counter is a decimal integer; anything else means the file was
+    read while it was being rewritten, or is not a counters file."""
+    return int(s)
 
 
 def main(argv):

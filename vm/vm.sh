@@ -109,7 +109,7 @@ rundir=$(cd "$rundir" && pwd)
 modroot=$(cd "$(dirname "$kernel")/../../.." && pwd)/modroot
 if [[ -d $modroot/lib/modules ]]; then
 	echo "$modroot" >"$rundir/modroot"
-	echo "$modules" >"$rundir/modules"
+	[[ -z $modules ]] || echo "$modules" >"$rundir/modules"
 fi
 
 # The command, run by guest-init.sh from the caller's directory.

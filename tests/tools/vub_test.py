@@ -48,6 +48,9 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vhost_user as vu  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tools"))
+import statsfile  # noqa: E402
 from vhost_user import (  # noqa: E402
     KiB, MiB, Req, SECTOR, S_IOERR, S_OK, S_UNSUPP, T_DISCARD, T_IN, T_OUT,
     T_WRITE_ZEROES, bit, pattern, first_mismatch, status_name)
@@ -73,21 +76,11 @@ class Stats:
     def parse(self):
         try:
             with open(self.path) as f:
-                lines = f.read().splitlines()
+                text = f.read()
         except FileNotFoundError:
             return None
-        out = {"vrings": {}}
-        for line in lines:
-            words = line.split()
-            if not words:
-                continue
-            if words[0] == "vring":
-                out["vrings"][int(words[1])] = {
-                    k: int(v) for k, v in zip(words[2::2], words[3::2])}
-            elif len(words) == 2:
-                out[words[0]] = int(words[1])
-            else:
-                raise ValueError(f"stats line {line!r}")
+        out = statsfile.nested(text)
+        out["vrings"] = out.pop("vring", {})
         return out
 
     def snapshot(self):

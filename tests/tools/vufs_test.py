@@ -54,6 +54,9 @@ from collections import Counter
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vhost_user as vu  # noqa: E402
 import fuse_proto as fp  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tools"))
+import statsfile  # noqa: E402
 from fuse_proto import HIPRIO, ROOT_ID, Op  # noqa: E402
 from vhost_user import KiB, MiB  # noqa: E402
 
@@ -215,26 +218,13 @@ class Stats:
         """The file as a dict, or None if it is missing or torn."""
         try:
             with open(self.path) as f:
-                lines = f.read().splitlines()
+                out = statsfile.nested(f.read())
         except FileNotFoundError:
             return None
-        out = {"vq": {}, "op": {}}
-        try:
-            for line in lines:
-                words = line.split()
-                if not words:
-                    continue
-                if words[0] == "vq":
-                    out["vq"][int(words[1])] = {
-                        k: int(v) for k, v in zip(words[2::2], words[3::2])}
-                elif words[0] == "op" and len(words) == 3:
-                    out["op"][words[1]] = int(words[2])
-                elif len(words) == 2:
-                    out[words[0]] = int(words[1])
-                else:
-                    return None
         except ValueError:
             return None
+        out.setdefault("vq", {})
+        out.setdefault("op", {})
         if "seq" not in out or len(out["vq"]) != out.get("queues", -1):
             return None
         return out
