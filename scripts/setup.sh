@@ -14,12 +14,17 @@ PKGS=(
 	python3-ply python3-git
 	e2fsprogs
 	dbench stress-ng attr
+	shellcheck
 )
 
+# One dpkg-query for all: what is installed, by name.
+declare -A installed
+while read -r name st; do
+	[[ $st == "install ok installed" ]] && installed[$name]=1
+done < <(dpkg-query -W -f='${Package} ${Status}\n' "${PKGS[@]}" 2>/dev/null || true)
 missing=()
 for p in "${PKGS[@]}"; do
-	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-	[[ $st == "install ok installed" ]] || missing+=("$p")
+	[[ -n ${installed[$p]:-} ]] || missing+=("$p")
 done
 
 if ((${#missing[@]})); then
