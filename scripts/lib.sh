@@ -8,7 +8,7 @@ BUILD=${BUILD:-$TOP/build}
 KSRC=$BUILD/linux                 # the prepared kernel git tree
 BASE_TARBALL=${BASE_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 BASE_PKG=linux-source-6.12
-PATCHES=$TOP/kernel/patches
+PATCHES=${PATCHES:-$TOP/kernel/patches} # the series (tests point it at a scratch copy)
 CONFIGS=$TOP/kernel/configs
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -41,4 +41,225 @@ kbuild_lock() {
 		log "waiting for another kernel build to finish ($lock)"
 		flock 9
 	fi
+}
+
+# ---- The series and the kernel tree ----------------------------------------
+# kernel/patches/series lists the patches in the order they apply; blank lines
+# and lines starting with "#" are comments (refresh.sh keeps them). prepare.sh
+# and refresh.sh record in build/linux/.git/vstor-series which series the tree
+# holds (series_hash) and the commit of the tree that is that series;
+# series_state compares the record with kernel/patches as it is now, so that
+# nothing builds or exports a tree made from an older series (say, before a
+# git pull).
+
+SERIES_RECORD=vstor-series
+
+# series_patches [DIR]: the patch names of DIR/series (default: the series),
+# in order, without comments and blank lines.
+series_patches() {
+	local dir=${1:-$PATCHES} p
+	[[ -f $dir/series ]] || return 0
+	while read -r p || [[ -n $p ]]; do
+		[[ -z $p || $p == \#* ]] && continue
+		printf '%s\n' "$p"
+	done <"$dir/series"
+}
+
+# series_hash DIR: a hash of the patch names, their order and their
+# contents. Comments in the series file do not count.
+series_hash() {
+	local -a list
+	mapfile -t list < <(series_patches "$1")
+	if ((${#list[@]})); then
+		(cd "$1" && { sha256sum -- "${list[@]}" 2>&1 || true; })
+	fi | sha256sum | cut -d' ' -f1
+}
+
+# series_record [COMMIT]: record that COMMIT (default HEAD) of the tree is the
+# series as it is now.
+series_record() {
+	local commit
+	commit=$(git -C "$KSRC" rev-parse --verify "${1:-HEAD}^{commit}")
+	printf 'series %s\nhead %s\n' "$(series_hash "$PATCHES")" "$commit" >"$KSRC/.git/$SERIES_RECORD.tmp"
+	mv "$KSRC/.git/$SERIES_RECORD.tmp" "$KSRC/.git/$SERIES_RECORD"
+}
+
+# series_export DIR: the tree's commits base..HEAD as numbered patches in DIR,
+# and a series file listing them. The output depends only on the commits.
+series_export() {
+	git -C "$KSRC" -c diff.algorithm=myers -c core.abbrev=12 format-patch -q \
+		--zero-commit --no-signature --no-numbered --abbrev=12 --no-renames \
+		-o "$1" base..HEAD
+	(
+		shopt -s nullglob
+		cd "$1" || exit
+		for p in *.patch; do printf '%s\n' "$p"; done
+	) >"$1/series"
+}
+
+# series_prefix_commit: when the tree's first commits export to exactly the
+# series (names and contents; any later commits are local work), print the
+# commit that ends the series; fail otherwise.
+series_prefix_commit() {
+	local tmp n m i ok=1
+	local -a want have
+	mapfile -t want < <(series_patches)
+	tmp=$(mktemp -d)
+	series_export "$tmp"
+	mapfile -t have < <(series_patches "$tmp")
+	n=${#want[@]} m=${#have[@]}
+	((n <= m && (n > 0 || m == 0))) || ok=0
+	for ((i = 0; ok && i < n; i++)); do
+		[[ ${want[i]} == "${have[i]}" ]] && cmp -s "$PATCHES/${want[i]}" "$tmp/${have[i]}" || ok=0
+	done
+	rm -rf "$tmp"
+	((ok)) || return 1
+	if ((n == 0)); then
+		git -C "$KSRC" rev-parse base
+	else
+		git -C "$KSRC" rev-list --reverse base..HEAD | sed -n "${n}p"
+	fi
+}
+
+# series_state: how the tree stands to the series. Sets SERIES_STATE to
+#   absent      no tree;
+#   based       the tree was made from the series as it is now: commits on
+#               top of SERIES_HEAD and uncommitted changes are work in progress;
+#   stale       the series changed since the tree was made and the tree has no
+#               local work (HEAD as recorded, nothing uncommitted): recreate it;
+#   stale-work  the series changed and the tree has local work, or the tree
+#               has no record (an older prepare.sh made it) and does not hold
+#               the series (SERIES_LEGACY=1): only the developer can decide.
+# A tree that holds the changed series (+ local commits), or that has no record
+# but holds the series, gets a new record and is "based".
+series_state() {
+	SERIES_STATE=absent SERIES_HEAD='' SERIES_LEGACY=0
+	[[ -d $KSRC/.git ]] || return 0
+	local rec=$KSRC/.git/$SERIES_RECORD recorded='' head='' c
+	if [[ -f $rec ]]; then
+		recorded=$(sed -n 's/^series //p' "$rec")
+		head=$(sed -n 's/^head //p' "$rec")
+	fi
+	if [[ -n $recorded && $recorded == "$(series_hash "$PATCHES")" ]]; then
+		SERIES_STATE=based SERIES_HEAD=$head
+		return 0
+	fi
+	# The series changed (or there is no record): a tree that holds the new
+	# series exactly, or followed by commits made after the recorded HEAD
+	# (local work), only needs a new record. Commits of the old series that
+	# the new one lacks are not local work: a pull may have removed them.
+	if c=$(series_prefix_commit) &&
+		{ [[ -z $head || $c == $(git -C "$KSRC" rev-parse HEAD) ]] ||
+			git -C "$KSRC" merge-base --is-ancestor "$head" "$c" 2>/dev/null; }; then
+		if [[ -z $recorded ]]; then
+			log "$KSRC has no record of its series (an older prepare.sh made it); it holds kernel/patches: recorded"
+		else
+			log "kernel/patches changed since $KSRC was prepared, and the tree holds the new series: recorded"
+		fi
+		series_record "$c"
+		SERIES_STATE=based SERIES_HEAD=$c
+		return 0
+	fi
+	SERIES_HEAD=$head
+	if [[ -z $recorded ]]; then
+		SERIES_STATE=stale-work SERIES_LEGACY=1
+	elif [[ $(git -C "$KSRC" rev-parse HEAD) == "$head" &&
+		-z $(git -C "$KSRC" status --porcelain) ]]; then
+		SERIES_STATE=stale
+	else
+		SERIES_STATE=stale-work
+	fi
+}
+
+# series_work: the local work in the tree, relative to SERIES_HEAD (set by
+# series_state), in words.
+series_work() {
+	local head n w=()
+	head=$(git -C "$KSRC" rev-parse HEAD)
+	if [[ -z $SERIES_HEAD ]]; then
+		w+=("$(git -C "$KSRC" rev-list --count base..HEAD) commits on base")
+	elif [[ $head != "$SERIES_HEAD" ]]; then
+		if git -C "$KSRC" merge-base --is-ancestor "$SERIES_HEAD" "$head" 2>/dev/null; then
+			n=$(git -C "$KSRC" rev-list --count "$SERIES_HEAD..$head")
+			w+=("$n local commit$( ((n == 1)) || echo s)")
+		else
+			w+=("rewritten history: $(git -C "$KSRC" rev-list --count base..HEAD) commits on base")
+		fi
+	fi
+	[[ -z $(git -C "$KSRC" status --porcelain) ]] || w+=("uncommitted changes")
+	((${#w[@]})) || w=("no local work")
+	local out=${w[0]} x
+	for x in "${w[@]:1}"; do out+=", $x"; done
+	printf '%s\n' "$out"
+}
+
+# series_explain: say, on stderr, why a tree that is not "based" cannot be
+# used and exactly what to do about it.
+series_explain() {
+	local k=${KSRC#"$TOP"/} b=${BUILD#"$TOP"/}
+	case $SERIES_STATE in
+	based) return 0 ;;
+	absent)
+		printf 'error: no kernel tree at %s: run make prepare\n' "$k" >&2
+		return 0
+		;;
+	stale)
+		printf 'error: kernel/patches changed since %s was prepared (a git pull?);\n' "$k"
+		printf 'the tree has no local work: make prepare recreates it from kernel/patches\n'
+		;;
+	stale-work)
+		if ((SERIES_LEGACY)); then
+			printf 'error: %s was made by an older prepare.sh (no record of its series) and\n' "$k"
+			printf 'does not hold kernel/patches: it is either out of date or holds your work.\n'
+			printf 'Nothing was changed. If it is your work on the current kernel/patches:\n'
+			printf '    make refresh FORCE=1    (git diff kernel/patches then shows what changed)\n'
+		else
+			printf 'error: kernel/patches changed since %s was prepared (a git pull?),\n' "$k"
+			printf 'and the tree has local work (%s). Nothing was changed.\n' "$(series_work)"
+			if [[ -n $(git -C "$KSRC" status --porcelain) ]]; then
+				printf 'To keep the work: commit what is uncommitted (git -C %s add, commit), then\n' "$k"
+			else
+				printf 'To keep the work:\n'
+			fi
+			if git -C "$KSRC" merge-base --is-ancestor "$SERIES_HEAD" HEAD 2>/dev/null; then
+				printf '    git -C %s format-patch -o %s/wip %s..HEAD\n' "$k" "$b" "$(git -C "$KSRC" rev-parse --short "$SERIES_HEAD")"
+				printf '    make prepare FORCE=1\n'
+				printf '    git -C %s am -3 %s/wip/*.patch\n' "$k" "$b"
+			else
+				printf '    git -C %s format-patch -o %s/wip base..HEAD\n' "$k" "$b"
+				printf '(the whole series as the tree has it: its history was rewritten), then\n'
+				printf '    make prepare FORCE=1\n'
+				printf 'and carry your changes over to the new series.\n'
+			fi
+		fi
+		printf 'To discard the tree: make prepare FORCE=1 (it saves the commits and\n'
+		printf 'uncommitted changes in %s/linux-backup/ first)\n' "$b"
+		;;
+	esac >&2
+}
+
+# series_require WHAT: stop, explaining, unless the tree is based on the
+# series (WHAT says what was refused, e.g. "building it").
+series_require() {
+	series_state
+	[[ $SERIES_STATE == based ]] && return 0
+	series_explain
+	die "refusing $1"
+}
+
+# series_backup: save the tree's commits (base..HEAD, as patches), its
+# uncommitted changes and untracked files in a new directory under
+# build/linux-backup; print the directory.
+series_backup() {
+	local dir
+	mkdir -p "$BUILD/linux-backup"
+	dir=$(mktemp -d "$BUILD/linux-backup/$(date +%Y%m%d-%H%M%S).XXXX")
+	git -C "$KSRC" format-patch -q --no-signature -o "$dir" base..HEAD >/dev/null 2>&1 || true
+	git -C "$KSRC" diff HEAD >"$dir/uncommitted.diff" 2>/dev/null || true
+	[[ -s $dir/uncommitted.diff ]] || rm -f "$dir/uncommitted.diff"
+	if [[ -n $(git -C "$KSRC" ls-files --others --exclude-standard 2>/dev/null) ]]; then
+		git -C "$KSRC" ls-files -z --others --exclude-standard |
+			tar -C "$KSRC" --null -T - -czf "$dir/untracked.tar.gz" || true
+	fi
+	echo "$dir"
 }
