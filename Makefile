@@ -21,11 +21,13 @@ help:
 setup:
 	scripts/setup.sh
 
+# FORCE=1: prepare recreates build/linux whatever it holds; refresh exports
+# a tree that was not made from kernel/patches as they are now.
 prepare: setup
-	scripts/prepare.sh
+	scripts/prepare.sh $(if $(filter-out 0,$(FORCE)),--force)
 
 refresh:
-	scripts/refresh.sh
+	scripts/refresh.sh $(if $(filter-out 0,$(FORCE)),--force)
 
 kernel: prepare
 	scripts/build-kernel.sh guest

@@ -1,26 +1,81 @@
 #!/usr/bin/env bash
 # Unpack Debian's linux-source-6.12 into build/linux, commit it as the base
-# (tag "base") and apply kernel/patches/series as one commit per patch.
+# (tag "base"), apply kernel/patches/series as one commit per patch, and
+# record in build/linux/.git which series the tree holds (series_state in
+# lib.sh).
 #
-# An existing tree is left alone (it may hold work in progress): the script
-# then only reports whether it matches kernel/patches. --force recreates it.
+#   scripts/prepare.sh [--force|--check]
+#
+# An existing tree made from kernel/patches as it is now is kept: commits and
+# changes made in it since are work in progress. When kernel/patches changed
+# since (a git pull), a tree without local work is recreated, saying so; a
+# tree with local work is left alone, with an error that says what to do.
+#   --force  recreate the tree whatever it holds (its commits and uncommitted
+#            changes are saved under build/linux-backup/ first)
+#   --check  change nothing (except the record, when the tree turns out to
+#            hold the series); exit 0 when the tree is based on
+#            kernel/patches, 1 when there is no tree, 2 when kernel/patches
+#            changed and the tree has no local work (prepare recreates it),
+#            3 when kernel/patches changed and the tree has local work
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-force=0
-[[ ${1:-} == --force ]] && force=1
+mode=prepare
+case ${1:-} in
+"") ;;
+--force) mode=force ;;
+--check) mode=check ;;
+*) die "usage: $0 [--force|--check]" ;;
+esac
 
-if [[ -d $KSRC/.git ]]; then
-	if ((force)); then
-		log "removing $KSRC (--force)"
-		rm -rf "$KSRC"
-	else
-		log "kernel tree exists: $KSRC ($(git -C "$KSRC" rev-list --count base..HEAD) patches on base)"
-		if ! "$TOP/scripts/refresh.sh" --check >/dev/null 2>&1; then
-			log "note: tree differs from kernel/patches (refresh it or prepare --force)"
-		fi
+if [[ $mode == check ]]; then
+	series_state
+	case $SERIES_STATE in
+	based)
+		log "$KSRC is based on kernel/patches ($(series_work))"
 		exit 0
+		;;
+	absent) rc=1 ;;
+	stale) rc=2 ;;
+	*) rc=3 ;;
+	esac
+	series_explain
+	exit "$rc"
+fi
+
+# A build/linux that is a symlink (work trees sharing one tree) is recreated
+# where it points.
+[[ ! -L $KSRC ]] || KSRC=$(readlink -f "$KSRC")
+if [[ -e $KSRC && ! -d $KSRC/.git ]]; then
+	die "$KSRC exists but is not a git tree: remove it"
+fi
+if [[ -d $KSRC/.git ]]; then
+	if [[ $mode == prepare ]]; then
+		series_state
+		case $SERIES_STATE in
+		based)
+			log "kernel tree exists: $KSRC, based on kernel/patches ($(series_work))"
+			exit 0
+			;;
+		stale)
+			log "kernel/patches changed since $KSRC was prepared and the tree has no local work: recreating it"
+			;;
+		*)
+			series_explain
+			die "left $KSRC as it is"
+			;;
+		esac
 	fi
+	# Never pull the tree away from under a kernel build.
+	kbuild_lock
+	backup=$(series_backup)
+	log "saved the tree's commits and changes in $backup"
+	if [[ $mode == force ]]; then
+		log "removing $KSRC (--force)"
+	else
+		log "removing $KSRC"
+	fi
+	rm -rf "$KSRC"
 fi
 
 [[ -r $BASE_TARBALL ]] || die "$BASE_TARBALL not found: run scripts/setup.sh"
@@ -53,10 +108,10 @@ git tag base
 
 n=0
 while read -r p; do
-	[[ -z $p || $p == \#* ]] && continue
 	git am -q --keep-cr "$PATCHES/$p" || die "patch $p does not apply to $BASE_PKG $ver"
 	n=$((n + 1))
-done <"$PATCHES/series"
+done < <(series_patches "$PATCHES")
 cd - >/dev/null
 mv "$tmp" "$KSRC"
+series_record HEAD
 log "prepared $KSRC: $BASE_PKG $ver + $n patches"
