@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Configure and build a guest kernel from build/linux.
 #   scripts/build-kernel.sh [guest|debug]
+# It refuses a tree that was not made from kernel/patches as they are now
+# (scripts/prepare.sh --check; make prepare recreates or explains).
 # The config is tinyconfig + kernel/configs/guest.config (+ debug.config),
 # merged with the kernel's own merge_config.sh. Every option a fragment asks
 # for must land in the final .config, or the build fails. The object tree is
@@ -15,16 +17,16 @@ guest) frags=("$CONFIGS/guest.config") ;;
 debug) frags=("$CONFIGS/guest.config" "$CONFIGS/debug.config") ;;
 *) die "unknown flavour '$flavor' (guest or debug)" ;;
 esac
-[[ -d $KSRC/.git ]] || die "no kernel tree at $KSRC: run scripts/prepare.sh"
 
+series_require "to build $KSRC"
 kbuild_lock
 obj=$(kobj "$flavor")
 scratch=$obj.kconfig
 mkdir -p "$obj" "$scratch"
 base=$(cat "$KSRC/.git/base-version" 2>/dev/null || echo unknown)
-npatch=$(git -C "$KSRC" rev-list --count base..HEAD)
+npatch=$(series_patches "$PATCHES" | grep -c . || true)
 kver=$(make -s -C "$KSRC" kernelversion)
-log "building $flavor kernel: base $BASE_PKG $base (Linux $kver) + $npatch patches"
+log "building $flavor kernel: base $BASE_PKG $base (Linux $kver) + $npatch patches ($(series_work))"
 
 kmake() { make -s -C "$KSRC" "$@"; }
 
