@@ -109,25 +109,30 @@ series_merge() {
 		fi
 	done
 
-	# Headers of removed patches.
+	# Headers of removed patches (blank lines alone are dropped silently).
+	dropped() {
+		[[ -z ${1//[[:space:]]/} ]] ||
+			log "series: dropped the comment of a group that is gone: $(printf '%s' "$1" | tr -s '\n' ' ')"
+	}
 	for ((j = 0; j < ${#oname[@]}; j++)); do
 		if [[ -z ${used[$j]:-} ]]; then
-			if [[ -n ${ohdr[j]//[[:space:]]/} ]]; then
-				[[ -z $pending ]] || log "series: dropped the comment of a removed group: $(printf '%s' "$pending" | tr -s '\n' ' ')"
+			log "series: ${oname[j]} removed"
+			if [[ -n ${ohdr[j]} ]]; then
+				dropped "$pending"
 				pending=${ohdr[j]}
 			fi
-			log "series: ${oname[j]} removed"
 		elif [[ -n $pending ]]; then
-			if [[ -z ${ohdr[j]//[[:space:]]/} ]]; then
+			if [[ -z ${ohdr[j]} ]]; then
 				carried[j]=$pending
-				log "series: the comment of a removed patch now heads ${oname[j]}"
+				[[ -z ${pending//[[:space:]]/} ]] ||
+					log "series: the comment of a removed patch now heads ${oname[j]}"
 			else
-				log "series: dropped the comment of a removed group: $(printf '%s' "$pending" | tr -s '\n' ' ')"
+				dropped "$pending"
 			fi
 			pending=''
 		fi
 	done
-	[[ -z $pending ]] || log "series: dropped the comment of a removed group: $(printf '%s' "$pending" | tr -s '\n' ' ')"
+	dropped "$pending"
 
 	printf '%s' "$preamble"
 	for ((i = 0; i < ${#nname[@]}; i++)); do
