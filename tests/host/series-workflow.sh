@@ -97,7 +97,7 @@ pull() { rm -rf "$PATCHES" && cp -a "$1" "$PATCHES"; } # a git pull bringing $1
 
 CASES=(fresh roundtrip wip pull_clean pull_work refresh_stale follow_advice
 	holds_new legacy force rename_subject add_renumber add_end remove_head
-	replace)
+	replace remove_group)
 
 desc_fresh="prepare: a fresh tree holds the series and records it"
 t_fresh() {
@@ -335,6 +335,23 @@ t_replace() {
 	expect "refresh succeeds" rc_is 0 || return 1
 	sed 's/0003-pt-add-a-character-device/0003-pt-add-the-passthrough-device/' "$scratch/want" >"$scratch/want2"
 	mv "$scratch/want2" "$scratch/want"
+	expect "series as expected" series_is "$scratch/want" && round_trip
+}
+
+desc_remove_group="a refresh that removes a whole group drops its comment, saying so"
+t_remove_group() {
+	tree reset -q --hard HEAD~2 || return 1
+	run refresh.sh
+	expect "refresh succeeds" rc_is 0 && expect "says so" out_has "dropped the comment.*# passthrough" || return 1
+	cat >"$scratch/want" <<-EOF
+		# The test series.
+		# A preamble: it stays at the top.
+
+		# poll queues
+		0001-poll-add-a-second-knob.patch
+		0002-poll-warn-when-clamped.patch
+		# (end)
+	EOF
 	expect "series as expected" series_is "$scratch/want" && round_trip full
 }
 
