@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Configure and build a guest kernel from build/linux.
 #   scripts/build-kernel.sh [guest|debug]
+#   scripts/build-kernel.sh --check-debuginfo [debug]
 # It refuses a tree that was not made from kernel/patches as they are now
 # (scripts/prepare.sh --check; make prepare recreates or explains).
+# --check-debuginfo builds nothing: it checks that scripts/faddr2line turns a
+# function offset into file:line, in vmlinux and in virtio_blk.ko, for a
+# flavour built with debug info (the debug flavour).
 # The config is tinyconfig + kernel/configs/guest.config (+ debug.config),
 # merged with the kernel's own merge_config.sh. Every option a fragment asks
 # for must land in the final .config, or the build fails. The object tree is
@@ -11,12 +15,45 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-flavor=${1:-guest}
+check_debuginfo=0 flavor=${1:-guest}
+if [[ $flavor == --check-debuginfo ]]; then
+	check_debuginfo=1 flavor=${2:-debug}
+fi
 case $flavor in
 guest) frags=("$CONFIGS/guest.config") ;;
 debug) frags=("$CONFIGS/guest.config" "$CONFIGS/debug.config") ;;
 *) die "unknown flavour '$flavor' (guest or debug)" ;;
 esac
+
+# check_lines OBJ: scripts/faddr2line turns FUNC+0x10 into FILE:LINE, a line
+# of FUNC's body, for a function of vmlinux and one of virtio_blk.ko.
+check_lines() {
+	local obj=$1 bin func file def out line rc=0
+	while read -r bin func file; do
+		[[ -f $obj/$bin ]] || die "$obj/$bin not found: build the kernel first"
+		def=$(grep -nE "^[^[:space:]].*[ *]$func\(" "$KSRC/$file" | head -n 1 | cut -d: -f1)
+		[[ -n $def ]] || die "$func not found in $KSRC/$file"
+		out=$("$KSRC/scripts/faddr2line" "$obj/$bin" "$func+0x10" 2>&1) || true
+		line=$(printf '%s\n' "$out" | sed -nE "s|^$func at (.*/)?$file:([0-9]+).*|\2|p" | head -n 1)
+		if [[ -n $line ]] && ((line >= def && line < def + 500)); then
+			log "faddr2line ${bin##*/} $func+0x10: $file:$line ($func starts at line $def)"
+		else
+			printf '%s\n' "$out" | sed 's/^/  /' >&2
+			printf 'error: faddr2line %s %s+0x10: no line of %s in %s (no debug info?)\n' \
+				"${bin##*/}" "$func" "$func" "$file" >&2
+			rc=1
+		fi
+	done <<-EOF
+		vmlinux virtio_device_reinit drivers/virtio/virtio.c
+		drivers/block/virtio_blk.ko virtblk_probe drivers/block/virtio_blk.c
+	EOF
+	return "$rc"
+}
+
+if ((check_debuginfo)); then
+	check_lines "$(kobj "$flavor")"
+	exit
+fi
 
 series_require "to build $KSRC"
 kbuild_lock
