@@ -23,13 +23,6 @@ what=${1:-all}
 (($#)) && shift
 rc=0
 
-series_patches() {
-	local p
-	while read -r p; do
-		[[ -z $p || $p == \#* ]] || echo "$p"
-	done <"$PATCHES/series"
-}
-
 checkpatch() { # checkpatch PATCH
 	local out
 	[[ -f $PATCHES/$1 ]] || { echo "checkpatch: $1: FAILED (no such patch)"; return 1; }
@@ -71,7 +64,7 @@ esac
 [[ -d $KSRC/.git ]] || die "no kernel tree at $KSRC: run scripts/prepare.sh"
 
 if [[ $what == checkpatch || $what == all ]]; then
-	if [[ $what == checkpatch && $# -gt 0 ]]; then list=("$@"); else mapfile -t list < <(series_patches); fi
+	if [[ $what == checkpatch && $# -gt 0 ]]; then list=("$@"); else mapfile -t list < <(series_patches "$PATCHES"); fi
 	for p in "${list[@]}"; do checkpatch "$p" || rc=1; done
 fi
 
