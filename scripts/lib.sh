@@ -27,16 +27,16 @@ kobj() { echo "$BUILD/obj-$1"; }
 # RCU stalls.
 KLOG_BAD='WARNING:|BUG:|Oops|UBSAN:|general protection fault|Kernel panic|INFO: task .* blocked for more than|rcu: INFO: .* detected stall|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|sleeping function called from invalid context'
 
-# kbuild_lock: hold a lock on the build directory for the rest of the
-# calling script, so that two kernel builds (say, make kernel in one
-# terminal and the per-patch check in another) never run at once on this
-# machine's cores; the second waits, saying so.
-# The lock lives in the kernel tree's .git, so work trees whose build/linux
-# is a symlink to one tree share it.
+# kbuild_lock: hold a machine-wide lock for the rest of the calling script,
+# so that two kernel builds (make kernel in one terminal and the per-patch
+# check in another, or two checkouts) never share this machine's cores;
+# the second waits, saying so. The lock is a file in /run/lock
+# (VSTOR_KBUILD_LOCK overrides), not in a build directory, so it covers
+# every checkout on the machine.
 kbuild_lock() {
-	local lock=$KSRC/.git/vstor-kbuild.lock
-	[[ -d $KSRC/.git ]] || return 0
-	exec 9>"$lock"
+	local lock=${VSTOR_KBUILD_LOCK:-/run/lock/vstor-kbuild.lock}
+	mkdir -p "$(dirname "$lock")"
+	exec 9>>"$lock"
 	if ! flock -n 9; then
 		log "waiting for another kernel build to finish ($lock)"
 		flock 9

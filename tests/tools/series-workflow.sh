@@ -3,7 +3,7 @@
 # build-kernel.sh) against a tiny fake base and series in a scratch BUILD and
 # PATCHES, so that it runs in seconds and never touches build/ or
 # kernel/patches. Prints KTAP; exits 0 only when every case passed.
-#   tests/host/series-workflow.sh [-v]     -v: show the scripts' output
+#   tests/tools/series-workflow.sh [-v]     -v: show the scripts' output
 # The cases run in order and each starts from the state the one before left.
 # shellcheck disable=SC2034 # desc_*: read as ${!d}
 set -uo pipefail
