@@ -51,7 +51,7 @@ shopt -u nullglob
 ((${#patches[@]})) || die "no patches in $FIO_PATCHES"
 
 # What the build depends on: the patches, in order, and the settings.
-want=$({
+fio_key=$({
 	printf 'fio %s\nconfigure %s\n' "$FIO_UPSTREAM" "${CONFIGURE[*]}"
 	for p in "${patches[@]}"; do
 		printf '%s ' "$(basename "$p")"
@@ -59,7 +59,7 @@ want=$({
 	done
 } | sha256sum | cut -d' ' -f1)
 
-if [[ -f $STAMP && $(cat "$STAMP") == "$want" ]] &&
+if [[ -f $STAMP && $(cat "$STAMP") == "$fio_key" ]] &&
 	"$OUT/fio" --version >/dev/null 2>&1; then
 	log "fio is up to date: $("$OUT/fio" --version)"
 	exit 0
@@ -309,5 +309,5 @@ make -C "$TREE" -s -j"$(nproc)" fio >"$TREE/build.log" 2>&1 || {
 
 ln -sfn ../fio-src/fio/fio "$OUT/fio"
 "$OUT/fio" --version >/dev/null || die "$OUT/fio does not run"
-echo "$want" >"$STAMP"
+echo "$fio_key" >"$STAMP"
 log "built $OUT/fio: $("$OUT/fio" --version)"

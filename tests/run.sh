@@ -21,12 +21,12 @@ set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 . "$TOP/tests/suite.sh"
 
-flavor=guest list=0 scale=1
+flavor=guest list_only=0 scale=1
 sels=()
 while (($#)); do
 	case $1 in
 	--debug) flavor=debug scale=3 ;;
-	--list) list=1 ;;
+	--list) list_only=1 ;;
 	-h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option $1 (see tests/run.sh --help)" ;;
 	*) read -ra words <<<"$1"; sels+=("${words[@]}") ;;
@@ -124,7 +124,7 @@ for i in "${!ids[@]}"; do
 	[[ -n ${SEL[${ids[$i]}]:-} ]] && plan+=("$i")
 done
 
-if ((list)); then
+if ((list_only)); then
 	last=""
 	for i in "${plan[@]}"; do
 		s=${tsuite[$i]}
