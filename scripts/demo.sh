@@ -52,14 +52,20 @@ step() {
 	steps+=("$name $(secs $(($(now_us) - t0)))")
 }
 
+# tools: what the tour runs (vblk_pt, vhost_blk_test, vufsd) into build/tools.
+tools() {
+	make -s -C "$TOP/tests/tools" OUT="$BUILD/tools" &&
+		make -s -C "$TOP/tools/vufsd" OUT="$BUILD/tools"
+}
+
 main() {
-	local t_start t0 rc=0 vm_us boot n sec_ms name shown setup_us
+	local t_start t0 rc=0 vm_us boot n sec_ms name shown setup_us a
 	t_start=$(now_us)
 	printf '== vstor demo: set-up (a fresh machine installs packages and builds the kernel and fio; after that these steps do nothing)\n'
 	step setup "$TOP/scripts/setup.sh"
 	step prepare "$TOP/scripts/prepare.sh"
 	step kernel "$TOP/scripts/build-kernel.sh" guest
-	step tools make -s -C "$TOP/tests/tools" OUT="$BUILD/tools"
+	step tools tools
 	step fio "$TOP/scripts/build-fio.sh"
 	setup_us=$(($(now_us) - t_start))
 
@@ -69,11 +75,15 @@ main() {
 		--modules "virtio_blk vhost_blk"
 		--append "virtio_blk.num_poll_queues=1 brd.rd_nr=1 brd.rd_size=65536"
 		-- "$TOP/scripts/demo-guest.sh" "$runtime")
-	shown=$(printf '%q ' "${vm[@]}")
-	shown=${shown//"$TOP/"/}
-	shown=${shown//"$VMDIR"/build/logs/demo/vm}
+	shown=""
+	for a in "${vm[@]}"; do
+		a=${a//"$VMDIR"/build/logs/demo/vm}
+		a=${a//"$TOP/"/}
+		[[ $a =~ ^[][A-Za-z0-9_./=:,+-]+$ ]] || a="'$a'"
+		shown+=" $a"
+	done
 	printf '\n== booting the patched guest once for the whole tour (host: %s CPUs, load average %s):\n   %s\n' \
-		"$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "${shown% }"
+		"$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "${shown# }"
 	t0=$(now_us)
 	"${vm[@]}" || rc=$?
 	vm_us=$(($(now_us) - t0))
@@ -86,7 +96,7 @@ main() {
 	printf '\n== What this run showed (every number measured above, in this run)\n'
 	sed 's/^/ - /' "$VMDIR/summary"
 
-	local sum_ms=0 parts=() boot_ms list
+	local sum_ms=0 parts=() boot_ms list steplist
 	while read -r n sec_ms name; do
 		sum_ms=$((sum_ms + sec_ms))
 		parts+=("$n $name $(secs $((sec_ms * 1000)))")
@@ -94,8 +104,9 @@ main() {
 	boot=$(cat "$VMDIR/uptime")
 	boot_ms=$(awk -v s="$boot" 'BEGIN { printf "%d", s * 1000 }')
 	printf '\n== Time of this run (seconds)\n'
-	printf ' set-up %7s  (%s)\n' "$(secs "$setup_us")" "${steps[*]}"
+	printf ' set-up %7s  (%s)\n' "$(secs "$setup_us")" "${steplist%, }"
 	printf -v list '%s, ' "${parts[@]}"
+	printf -v steplist '%s, ' "${steps[@]}"
 	printf ' guest  %7s  (boot %s; sections: %s; QEMU start-up, power-off and checks %s)\n' \
 		"$(secs "$vm_us")" "$(secs $((boot_ms * 1000)))" "${list%, }" \
 		"$(secs $((vm_us - (boot_ms + sum_ms) * 1000)))"
