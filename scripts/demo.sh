@@ -103,10 +103,10 @@ main() {
 	done <"$VMDIR/timings"
 	boot=$(cat "$VMDIR/uptime")
 	boot_ms=$(awk -v s="$boot" 'BEGIN { printf "%d", s * 1000 }')
-	printf '\n== Time of this run (seconds)\n'
-	printf ' set-up %7s  (%s)\n' "$(secs "$setup_us")" "${steplist%, }"
 	printf -v list '%s, ' "${parts[@]}"
 	printf -v steplist '%s, ' "${steps[@]}"
+	printf '\n== Time of this run (seconds)\n'
+	printf ' set-up %7s  (%s)\n' "$(secs "$setup_us")" "${steplist%, }"
 	printf ' guest  %7s  (boot %s; sections: %s; QEMU start-up, power-off and checks %s)\n' \
 		"$(secs "$vm_us")" "$(secs $((boot_ms * 1000)))" "${list%, }" \
 		"$(secs $((vm_us - (boot_ms + sum_ms) * 1000)))"
