@@ -59,7 +59,7 @@ tools() {
 }
 
 main() {
-	local t_start t0 rc=0 vm_us boot n sec_ms name shown setup_us a
+	local t_start t0 rc=0 vm_us boot n sec_ms name shown setup_us a load
 	t_start=$(now_us)
 	printf '== vstor demo: set-up (a fresh machine installs packages and builds the kernel and fio; after that these steps do nothing)\n'
 	step setup "$TOP/scripts/setup.sh"
@@ -82,8 +82,9 @@ main() {
 		[[ $a =~ ^[][A-Za-z0-9_./=:,+-]+$ ]] || a="'$a'"
 		shown+=" $a"
 	done
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	printf '\n== booting the patched guest once for the whole tour (host: %s CPUs, load average %s):\n   %s\n' \
-		"$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "${shown# }"
+		"$(nproc)" "$load" "${shown# }"
 	t0=$(now_us)
 	"${vm[@]}" || rc=$?
 	vm_us=$(($(now_us) - t0))
@@ -93,7 +94,7 @@ main() {
 	[[ -s $VMDIR/summary && -s $VMDIR/timings ]] || fail "the guest left no summary in $VMDIR"
 	(($(wc -l <"$VMDIR/timings") == 5)) || fail "the guest finished $(wc -l <"$VMDIR/timings") of 5 sections"
 
-	printf '\n== What this run showed (every number measured above, in this run)\n'
+	printf '\n== What this run showed (every number measured above, in this run; host load average %s at the boot)\n' "$load"
 	sed 's/^/ - /' "$VMDIR/summary"
 
 	local sum_ms=0 parts=() boot_ms list steplist
