@@ -367,7 +367,8 @@ echo "$("$FIO" --version) (build/fio/fio) io_uring 4k random reads on /dev/$dn, 
 printf '%3s  %-6s %9s %9s %7s %9s  %s\n' QD mode IOPS "mean us" irqs irq/IO "hipri/plain"
 printf '%s\n' "${rows[@]}"
 if [[ $accel == TCG ]]; then
-	echo "(TCG emulates every interrupt in software, which makes the plain rows slow out of proportion)"
+	echo "(TCG: every interrupt is emulated in software, and a polling vCPU competes with QEMU's I/O thread"
+	echo " for the host's cores; compare ratios within one run; make bench has longer runs)"
 fi
 summary "hipri vs plain, io_uring 4k random reads on $dn: IOPS x${x[1]} at QD1, x${x[16]} at QD16; interrupts per I/O ${ipio[qd1-h0]} -> ${ipio[qd1-h1]} at QD1, ${ipio[qd16-h0]} -> ${ipio[qd16-h1]} at QD16"
 
