@@ -1,5 +1,5 @@
 # Entry points; the work is done by scripts/, tests/ and bench/.
-.PHONY: all setup prepare refresh kernel debug-kernel tools fio check demo test test-debug bench-poll bench-pt bench-vhost bench-bridge bench-virtiofs clean help
+.PHONY: all setup prepare refresh kernel debug-kernel tools fio check demo test test-debug bench clean help
 
 help:
 	@echo "make demo        build the patched guest, boot it, report poll queues at work (main job)"
@@ -10,11 +10,9 @@ help:
 	@echo "make kernel      build the guest kernel (debug-kernel: the debug flavour)"
 	@echo "make fio         fio 3.33 with virtio-blk passthrough (cmd_type=vblk) in build/fio/fio"
 	@echo "make check       checkpatch --strict and a build at every patch"
-	@echo "make bench-poll  polled vs interrupt-driven virtio-blk benchmark"
-	@echo "make bench-pt    virtio-blk passthrough vs block device, beside NVMe ng vs block device"
-	@echo "make bench-vhost vhost-blk vs io_uring on the same device, by queue depth, queues and workers"
-	@echo "make bench-bridge a nested guest's disk: vhost-user-blk bridge + vhost-blk vs QEMU virtio-blk vs qemu-storage-daemon"
-	@echo "make bench-virtiofs virtio-fs: vufsd with 1 and N request queues vs QEMU's virtiofsd"
+	@echo "make bench       every benchmark (poll repoll pt vhost bridge virtiofs), about 40 min;"
+	@echo "                 B=\"poll pt\" runs some, ARGS=\"--runtime 2 --reps 1\" passes options"
+	@echo "                 (bench/run.sh --help); results in build/results/latest/report.md"
 
 all: kernel tools
 
@@ -53,20 +51,12 @@ test:
 test-debug:
 	tests/run.sh --debug --quick
 
-bench-poll: kernel
-	bench/poll.sh
-
-bench-pt: kernel tools fio
-	bench/pt.sh
-
-bench-vhost: kernel tools
-	bench/vhost.sh
-
-bench-bridge: kernel tools
-	bench/bridge.sh
-
-bench-virtiofs: kernel tools
-	bench/virtiofs.sh
+# make bench B="poll pt" ARGS="--runtime 2 --reps 1": bench/run.sh ARGS B
+# (all benchmarks when B is empty). fio is built only when pt runs.
+B ?=
+ARGS ?=
+bench: kernel tools $(if $(or $(filter pt,$(B)),$(if $(strip $(B)),,all)),fio)
+	bench/run.sh $(ARGS) $(B)
 
 clean:
 	rm -rf build/obj-* build/tools build/vm build/logs

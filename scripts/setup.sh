@@ -13,6 +13,7 @@ PKGS=(
 	python3-ply python3-git
 	e2fsprogs
 	dbench stress-ng attr
+	python3-matplotlib
 )
 
 missing=()
