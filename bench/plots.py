@@ -16,9 +16,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from table_lib import group_runs, ratio, raw_csv  # noqa: E402
 
-WHISKERS = "bars: mean of %d repetition%s; whiskers: lowest and highest repetition"
-RATIO_WHISKERS = ("bars: ratio of the means; whiskers: lowest and highest ratio of "
-                  "single repetitions; dashed line: 1 (equal)")
+WHISKERS = "bars: mean of %d repetitions; whiskers: lowest and highest repetition"
+RATIO_WHISKERS = ("bars: ratio of the means of %d repetitions; whiskers: lowest and "
+                  "highest ratio of single repetitions; dashed line: 1 (equal)")
 
 
 def span(vals):
@@ -56,6 +56,11 @@ def bars(ax, groups, series, ylabel, title, hline=None, labels=None, markers=Non
               [hline or 0, 0])
     entries = len(series) + bool(markers)
     ylim = top * (1.35 if entries <= 2 else 1.55) if top > 0 else 1
+    low = min([s[0] for _, stats in series for s in stats if s is not None and s[0] > 0] + [top or 1])
+    if markers and not log and top > 10 * low:
+        # p99 far above the means (a loaded machine): a log scale keeps both readable.
+        log = True
+        title += " (log scale)"
     for i, (label, stats) in enumerate(series):
         pos = [(g + (i - (n - 1) / 2) * width, s) for g, s in enumerate(stats) if s is not None]
         if not pos:
@@ -91,7 +96,6 @@ def bars(ax, groups, series, ylabel, title, hline=None, labels=None, markers=Non
     if hline is not None:
         ax.axhline(hline, color="grey", linewidth=1, linestyle="--")
     if log:
-        low = min([s[0] for _, stats in series for s in stats if s is not None and s[0] > 0] + [top or 1])
         ax.set_yscale("log")
         ax.set_ylim(low / 10, top * 20 if top > 0 else 10)
     else:
@@ -119,7 +123,16 @@ def save(fig, plots, name, title, note):
 
 def reps_note(runs):
     n = max((len(v) for v in runs.values()), default=0)
-    return WHISKERS % (n, "" if n == 1 else "s")
+    if n == 1:
+        return "one repetition: no range to show"
+    return WHISKERS % n
+
+
+def ratio_note(runs):
+    n = max((len(v) for v in runs.values()), default=0)
+    if n == 1:
+        return "one repetition: no range to show; dashed line: 1 (equal)"
+    return RATIO_WHISKERS % n
 
 
 def uniq(rows, key):
@@ -156,7 +169,7 @@ def plot_poll(raw, plots):
               ("mean latency hipri / plain", [ratio_span(runs, (b, q, "hipri"), (b, q, "plain"), 1) for q in qds])],
              "ratio hipri / plain", "%s disk" % b, hline=1, labels="x%.2f")
     out.append((save(fig, plots, "poll-ratio.png", "virtio-blk: polled / interrupt-driven",
-                     RATIO_WHISKERS),
+                     ratio_note(runs)),
                 "poll: hipri/plain ratios with their range over repetitions"))
     return out
 
@@ -235,7 +248,7 @@ def plot_pt(raw, plots):
                [ratio_span(runs, (b, q, m, "nvme-ng"), (b, q, m, "nvme-bdev")) for q, m in cells])],
              "IOPS ratio passthrough / block device", "%s backend" % b, hline=1, labels="x%.2f")
     out.append((save(fig, plots, "pt-ratio.png", "passthrough / block device, same device",
-                     RATIO_WHISKERS),
+                     ratio_note(runs)),
                 "pt: passthrough/block-device IOPS ratios with their range over repetitions"))
     return out
 
@@ -278,7 +291,7 @@ def plot_vhost(raw, plots):
                [ratio_span(runs, (b,) + cell + ("vhost-blk",), (b,) + cell + ("io_uring",), 1) for cell in cells])],
              "ratio vhost-blk / io_uring", "%s (q: queues, w: vhost workers)" % b,
              hline=1, labels="x%.2f")
-    out.append((save(fig, plots, "vhost-ratio.png", "vhost-blk / io_uring", RATIO_WHISKERS),
+    out.append((save(fig, plots, "vhost-ratio.png", "vhost-blk / io_uring", ratio_note(runs)),
                 "vhost: vhost-blk/io_uring ratios with their range over repetitions"))
     return out
 
@@ -313,7 +326,7 @@ def plot_bridge(raw, plots):
           ("bridge / qemu-storage-daemon", [ratio_span(runs, cell + ("bridge",), cell + ("qsd",)) for cell in cells])],
          "IOPS ratio", "IOPS of the bridge's disk over the others'", hline=1, labels="x%.2f")
     out.append((save(fig, plots, "bridge-ratio.png", "vhost-user-blk bridge + vhost-blk vs the others",
-                     RATIO_WHISKERS),
+                     ratio_note(runs)),
                 "bridge: IOPS ratios with their range over repetitions"))
     return out
 
@@ -345,7 +358,7 @@ def plot_virtiofs(raw, plots):
           ("%s / %s" % (one, ref), [ratio_span(runs, w + (one,), w + (ref,)) for w in work])],
          "MiB/s ratio", "more queues, and vufsd against virtiofsd", hline=1, labels="x%.2f")
     out.append((save(fig, plots, "virtiofs-ratio.png", "virtio-fs throughput ratios",
-                     RATIO_WHISKERS),
+                     ratio_note(runs)),
                 "virtiofs: throughput ratios with their range over repetitions"))
     qpath = os.path.join(raw, "virtiofs-queues.csv")
     if os.path.exists(qpath):

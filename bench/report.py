@@ -18,6 +18,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 
@@ -275,10 +276,10 @@ def render(d):
     names = [n for n in BENCHES if n in runs]
     host, kern, git = m.get("host", {}), m.get("kernel", {}), m.get("git", {})
     fio = m.get("fio", {})
-    out = ["# Benchmark results %s" % os.path.basename(os.path.abspath(d)), ""]
+    out = ["# Benchmark results %s" % os.path.basename(os.path.realpath(d)), ""]
     out += ["`%s`, started %s. Every number below was measured in this run; "
             "the raw results are in [raw/](raw/), every guest's console log and "
-            "output in [logs/](logs/)." % (" ".join(m.get("command", ["bench/run.sh"])),
+            "output in [logs/](logs/)." % (shlex.join(m.get("command", ["bench/run.sh"])),
                                              m.get("started_utc", "?")), ""]
     out += ["## Machine", "", "| | |", "|---|---|"]
     out.append("| host | %s CPUs (%s), %s GiB RAM, Debian %s, Linux %s; load average at start %s |" % (
@@ -297,20 +298,22 @@ def render(d):
         if git.get("dirty") else "clean (no uncommitted changes to tracked files)"))
     out.append("| plots | matplotlib %s, Python %s |" % (m.get("matplotlib", "?"), m.get("python", "?")))
     out += ["", "## Benchmarks", "",
-            "| benchmark | settings | started | run time | status |", "|---|---|---|---|---|"]
+            "| benchmark | settings | started | load average at start | run time | status |",
+            "|---|---|---|---|---|---|"]
     for n in names:
         e = runs[n]
         status = e.get("status", "not finished")
         if "exit" in e:
             status = "ok" if e["exit"] == 0 else "FAILED (exit %s)" % e["exit"]
-        out.append("| [%s](#%s) | `%s` | %s | %s | %s |" % (
-            n, n, settings_str(e), e.get("start", "-"), fmt_secs(e.get("seconds")), status))
+        out.append("| [%s](#%s) | `%s` | %s | %s | %s | %s |" % (
+            n, n, settings_str(e), e.get("start", "-"), e.get("load", "-"),
+            fmt_secs(e.get("seconds")), status))
     for n in names:
         e = runs[n]
         title, about, _ = BENCHES[n]
         out += ["", '<a id="%s"></a>' % n, "## %s: %s" % (n, title), "", about, ""]
-        out.append("Settings: `%s` (command: `bench/run.sh %s`)." % (
-            settings_str(e), " ".join([n] + e.get("args", []))))
+        out.append("Settings: `%s` (command: `%s`)." % (
+            settings_str(e), shlex.join(["bench/run.sh", n] + e.get("args", []))))
         if e.get("exit", 0) != 0:
             out += ["", "**This benchmark failed (exit %s)**; its log: [logs/%s/run.log](logs/%s/run.log)." % (
                 e["exit"], n, n)]

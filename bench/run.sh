@@ -156,7 +156,7 @@ for i in "${!names[@]}"; do
 	t0=$(date +%s)
 	"$PY" "$REPORT" record "$out" "$n" --settings "$tmp/$n.settings" \
 		"args=$("$PY" -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "${a[@]}")" \
-		"start=$start UTC" status=running
+		"start=$start UTC" "load=$(cut -d' ' -f1-3 /proc/loadavg)" status=running
 	rc=0
 	BENCH_MODE=run BENCH_DIR=$out "$TOP/bench/$n.sh" "${a[@]}" 2>&1 |
 		tee "$out/logs/$n/run.log" || rc=${PIPESTATUS[0]}
