@@ -8,6 +8,7 @@ back). Each plot_<bench>(raw, plots) writes its files into PLOTS and
 returns [(file name, caption)]."""
 import json
 import os
+import statistics
 
 import matplotlib
 
@@ -186,8 +187,7 @@ def plot_repoll(raw, plots):
         v = [r["duration_us"] / 1e3 for r in changes if r["phase"] == p]
         a.scatter([i] * len(v), v, color="C%d" % i, alpha=0.7, label="%s (%d changes)" % (label, len(v)))
         if v:
-            med = sorted(v)[len(v) // 2]
-            a.hlines(med, i - 0.25, i + 0.25, color="black")
+            a.hlines(statistics.median(v), i - 0.25, i + 0.25, color="black")
     a.set_xticks(range(len(phases)))
     a.set_xticklabels([p[1] for p in phases])
     a.set_xlim(-0.6, len(phases) - 0.4)
@@ -231,7 +231,7 @@ def plot_pt(raw, plots):
                                                 for q in qds]) for p, _ in PT_PATHS]
                 bars(ax[r][c], groups,
                      [(lab, [span(col(runs, (b, q, m, p), i)) for q in qds]) for p, lab in PT_PATHS],
-                     ylabel, "%s backend, %s: %s by queue depth" % (
+                     ylabel, "%s, %s: %s" % (
                          b, "polled" if m == "poll" else "interrupt-driven", what),
                      markers=markers)
         out.append((save(fig, plots, name,

@@ -28,6 +28,10 @@ REPORT=$TOP/bench/report.py
 COMMON="cpus runtime reps qd flavor"
 
 mapfile -t valid < <("$PY" "$REPORT" names)
+# quote ARG...: the arguments quoted for eval (nothing for none).
+quote() {
+	(($# == 0)) || printf '%q ' "$@"
+}
 is_bench() {
 	local v
 	for v in "${valid[@]}"; do
@@ -73,7 +77,7 @@ while (($#)); do
 		own+=("$1")
 		shift
 	done
-	argstr+=("$(printf '%q ' "${own[@]}")")
+	argstr+=("$(quote "${own[@]}")")
 done
 if ((${#names[@]} == 0)); then
 	names=("${valid[@]}")
@@ -102,7 +106,7 @@ for i in "${!names[@]}"; do
 	((${#skipped[@]} == 0)) || log "$n has no ${skipped[*]}: not applied to it"
 	eval "own=(${argstr[$i]})"
 	a+=("${own[@]}")
-	bargs[i]=$(printf '%q ' "${a[@]}")
+	bargs[i]=$(quote "${a[@]}")
 	BENCH_MODE=check "$TOP/bench/$n.sh" "${a[@]}" >"$tmp/$n.settings" ||
 		die "$n: bad options (nothing was run)"
 done
