@@ -10,7 +10,7 @@ help:
 	@echo "make kernel      build the guest kernel (debug-kernel: the debug flavour)"
 	@echo "make fio         fio 3.33 with virtio-blk passthrough (cmd_type=vblk) in build/fio/fio"
 	@echo "make check       checkpatch --strict and a build at every patch"
-	@echo "make bench       every benchmark (poll repoll pt vhost bridge virtiofs), about 40 min;"
+	@echo "make bench       every benchmark (poll repoll pt vhost bridge virtiofs), about 45 min;"
 	@echo "                 B=\"poll pt\" runs some, ARGS=\"--runtime 2 --reps 1\" passes options"
 	@echo "                 (bench/run.sh --help); results in build/results/latest/report.md"
 

@@ -35,30 +35,30 @@ import vhost_table  # noqa: E402
 import virtiofs_table  # noqa: E402
 
 # name: (title, what it measures, run time at the defaults on the 2-core
-# build machine under TCG, measured as noted in bench/README.md)
+# build machine under TCG, estimated as bench/README.md says)
 BENCHES = {
     "poll": ("virtio-blk poll queues",
              "fio io_uring 4k random reads with and without hipri on the same two "
              "disks (a sparse file and QEMU null-co, two queues each, one of them "
              "a poll queue), runs alternated, with the interrupts each run took.",
-             "about 3 min"),
+             "about 4 min"),
     "repoll": ("changing a disk's poll queues at runtime",
                "Writes to /sys/block/vdX/num_poll_queues alternating 1 and 0, "
                "each timed around the write(2), on an idle disk and under a QD1 "
                "random-read job compared with the same job without changes.",
-               "about 1 min"),
+               "about 2 min"),
     "pt": ("virtio-blk io_uring passthrough",
            "fio 4k random reads through the virtio-blk block device and its "
            "passthrough character device (/dev/vblk/vdX, cmd_type=vblk), beside "
            "QEMU's NVMe block device and generic device (/dev/ngXnY), same boot "
            "and backends, interrupt-driven and polled, paths alternated.",
-           "about 8 min"),
+           "about 10 min"),
     "vhost": ("vhost-blk",
               "4k random reads through /dev/vhost-blk (driven by vhost_blk_test, a "
               "userspace virtio-blk driver) and through io_uring (fio, O_DIRECT) on "
               "the same device (null_blk, brd), by queue depth, queues and vhost "
               "workers.",
-              "about 6 min"),
+              "about 7 min"),
     "bridge": ("vhost-user-blk bridge (nested guest)",
                "A second-level guest's disk served three ways on one brd device in "
                "the first-level guest: the vhost-user-blk bridge handing the data "
