@@ -273,7 +273,7 @@ def render(d):
     raw, plots = os.path.join(d, "raw"), os.path.join(d, "plots")
     m = load_json(os.path.join(raw, "machine.json"), {})
     runs = load_json(os.path.join(raw, "runs.json"), {})
-    names = [n for n in BENCHES if n in runs]
+    names = [n for n in runs if n in BENCHES]  # in the order they ran
     host, kern, git = m.get("host", {}), m.get("kernel", {}), m.get("git", {})
     fio = m.get("fio", {})
     out = ["# Benchmark results %s" % os.path.basename(os.path.realpath(d)), ""]
@@ -293,8 +293,9 @@ def render(d):
     out.append("| fio | host %s; build/fio/fio %s (pt) |" % (fio.get("host", "?"), fio.get("built", "?")))
     out.append("| repository | commit %s (%s), %s |" % (
         git.get("commit", "?")[:12], git.get("branch", "?"),
-        ("dirty: %d changed files (%s)" % (len(git.get("changed_files", [])),
-                                          ", ".join(git.get("changed_files", [])[:8])))
+        ("dirty: %d changed file%s (%s)" % (
+            len(git.get("changed_files", [])), "" if len(git.get("changed_files", [])) == 1 else "s",
+            ", ".join(git.get("changed_files", [])[:8])))
         if git.get("dirty") else "clean (no uncommitted changes to tracked files)"))
     out.append("| plots | matplotlib %s, Python %s |" % (m.get("matplotlib", "?"), m.get("python", "?")))
     out += ["", "## Benchmarks", "",
