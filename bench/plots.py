@@ -24,6 +24,7 @@ RATIO_WHISKERS = ("bars: ratio of the means of %d repetitions; whiskers: lowest 
 
 def span(vals):
     """(mean, min, max) of a list of numbers, or None for no numbers."""
+    vals = [v for v in vals if v == v]  # no nan (a value fio did not report)
     if not vals:
         return None
     return sum(vals) / len(vals), min(vals), max(vals)
@@ -40,6 +41,9 @@ def ratio_span(runs, a, b, i=0):
     if not runs.get(a) or not runs.get(b):
         return None
     m, per = ratio(runs[a], runs[b], i)
+    per = [p for p in per if p == p]
+    if m != m:
+        return None
     return (m, per[0], per[-1]) if per else (m, m, m)
 
 

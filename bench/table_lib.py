@@ -2,12 +2,15 @@
 raw results (CSV files with a header line, one row per run) and average the
 runs of each configuration."""
 import csv
+import math
 import os
+import sys
 from collections import defaultdict
 
 
 def number(s):
-    """An int or a float for a numeric string, else the string."""
+    """An int or a float for a numeric string ("nan" for a value fio did
+    not report), else the string."""
     try:
         return int(s)
     except ValueError:
@@ -25,7 +28,10 @@ def read_csv(path):
     with open(path, newline="") as f:
         for n, row in enumerate(csv.DictReader(f), 2):
             if None in row or None in row.values():
-                raise ValueError("%s line %d: not as many fields as the header" % (path, n))
+                # A run the guest could not read (no fio JSON): skipped, said.
+                print("warning: %s line %d: not as many fields as the header; skipped"
+                      % (path, n), file=sys.stderr)
+                continue
             rows.append({k: number(v) for k, v in row.items()})
     return rows
 
@@ -55,8 +61,8 @@ def group_runs(rows, keys, variant, values):
 
 
 def mean(rows, i):
-    """Mean of column I over ROWS."""
-    return sum(r[i] for r in rows) / len(rows)
+    """Mean of column I over ROWS (nan for no rows)."""
+    return sum(r[i] for r in rows) / len(rows) if rows else math.nan
 
 
 def ratio(a, b, i=0):
@@ -64,4 +70,5 @@ def ratio(a, b, i=0):
     ratios of single repetitions (A and B of one repetition ran back to
     back): (mean ratio, [per-repetition ratios])."""
     per = sorted(x[i] / y[i] for x, y in zip(a, b) if y[i])
-    return mean(a, i) / mean(b, i), per
+    m = mean(b, i)
+    return (mean(a, i) / m if m else math.nan), (per or [math.nan])

@@ -33,8 +33,12 @@ run() {
 		--cpus_allowed=0-$((ncpu - 1)) --cpus_allowed_policy=split \
 		--group_reporting --time_based --runtime="$runtime" --ramp_time=1 \
 		--size=256M --lat_percentiles=1
-	csv_row bridge.csv "$rw,$qd,$k,$rep,$(fio_field /tmp/f.json $dir \
-		'"%d,%.1f,%.1f" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"]["percentile"]["99.000000"] / 1000)'),$(keep_file /tmp/f.json "fio/$rw-qd$qd-$k-$rep.json")"
+	# Assigned first: a failing substitution inside csv_row's argument
+	# would not stop the script.
+	vals=$(fio_field /tmp/f.json $dir \
+		'"%d,%.1f,%.1f" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"].get("percentile", {}).get("99.000000", float("nan")) / 1000)')
+	kept=$(keep_file /tmp/f.json "fio/$rw-qd$qd-$k-$rep.json")
+	csv_row bridge.csv "$rw,$qd,$k,$rep,$vals,$kept"
 }
 
 csv_open bridge.csv rw,qd,disk,rep,iops,lat_mean_us,lat_p99_us,fio_json

@@ -39,8 +39,12 @@ for pair in "$@"; do
 					--runtime="$runtime" --ramp_time=1 --size=1G \
 					--lat_percentiles=1
 				after=$(irq_sum "^$v-req")
-				csv_row poll.csv "$backend,$d,$qd,$mode,$r,$(fio_field /tmp/b.json read \
-					'"%d,%.1f,%.1f,%d" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"]["percentile"]["99.000000"] / 1000, j["total_ios"])'),$((after - before)),$(keep_file /tmp/b.json "fio/$backend-qd$qd-$mode-$r.json")"
+				# Assigned first: a failing substitution inside csv_row's argument
+				# would not stop the script.
+				vals=$(fio_field /tmp/b.json read \
+					'"%d,%.1f,%.1f,%d" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"].get("percentile", {}).get("99.000000", float("nan")) / 1000, j["total_ios"])')
+				kept=$(keep_file /tmp/b.json "fio/$backend-qd$qd-$mode-$r.json")
+				csv_row poll.csv "$backend,$d,$qd,$mode,$r,$vals,$((after - before)),$kept"
 			done
 		done
 	done

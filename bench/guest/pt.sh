@@ -31,8 +31,12 @@ run() {
 	fio_json /tmp/b.json --name=b --filename="$file" "$@" --rw=randread \
 		--bs=4k --iodepth="$qd" --hipri="$poll" --time_based \
 		--runtime="$runtime" --ramp_time=1 --size=1G --lat_percentiles=1
-	csv_row pt.csv "$backend,$qd,$mode,$rep,$path,$file,$(fio_field /tmp/b.json read \
-		'"%d,%.1f,%.1f" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"]["percentile"]["99.000000"] / 1000)'),$(keep_file /tmp/b.json "fio/$backend-qd$qd-$mode-$path-$rep.json")"
+	# Assigned first: a failing substitution inside csv_row's argument
+	# would not stop the script.
+	vals=$(fio_field /tmp/b.json read \
+		'"%d,%.1f,%.1f" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"].get("percentile", {}).get("99.000000", float("nan")) / 1000)')
+	kept=$(keep_file /tmp/b.json "fio/$backend-qd$qd-$mode-$path-$rep.json")
+	csv_row pt.csv "$backend,$qd,$mode,$rep,$path,$file,$vals,$kept"
 }
 
 info "== devices"

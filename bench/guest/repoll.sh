@@ -53,6 +53,10 @@ wait $pid
 csv_open repoll-io.csv load,iops,lat_mean_us,lat_p999_us,lat_max_us,fio_json
 for p in "no-changes base" "changes flip"; do
 	read -r name f <<<"$p"
-	csv_row repoll-io.csv "$name,$(fio_field "/tmp/$f.json" read \
-		'"%.0f,%.1f,%.1f,%.1f" % (j["iops"], j["lat_ns"]["mean"] / 1e3, j["lat_ns"]["percentile"]["99.900000"] / 1e3, j["lat_ns"]["max"] / 1e3)'),$(keep_file "/tmp/$f.json" "fio/$name.json")"
+	# Assigned first: a failing substitution inside csv_row's argument
+	# would not stop the script.
+	vals=$(fio_field "/tmp/$f.json" read \
+		'"%.0f,%.1f,%.1f,%.1f" % (j["iops"], j["lat_ns"]["mean"] / 1e3, j["lat_ns"].get("percentile", {}).get("99.900000", float("nan")) / 1e3, j["lat_ns"]["max"] / 1e3)')
+	kept=$(keep_file "/tmp/$f.json" "fio/$name.json")
+	csv_row repoll-io.csv "$name,$vals,$kept"
 done

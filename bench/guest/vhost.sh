@@ -23,7 +23,7 @@ run() {
 			--runtime="$runtime" --ramp_time=1 --size=256M \
 			--lat_percentiles=1
 		out=$(fio_field /tmp/b.json read \
-			'"%d,%.1f,%.1f" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"]["percentile"]["99.000000"] / 1000)')
+			'"%d,%.1f,%.1f" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"].get("percentile", {}).get("99.000000", float("nan")) / 1000)')
 		out+=,$(keep_file /tmp/b.json "fio/$id.json")
 	else
 		"$VBT" --backend "$dev" --mode bench --rw randread --bs 4096 \

@@ -42,8 +42,12 @@ for ((r = 0; r < reps; r++)); do
 		for tag in "${order[@]}"; do
 			fio_json /tmp/b.json --name=vb "${common[@]/DIR//tmp/vb/$tag}" \
 				--rw="$rw" --bs="$bs"
-			csv_row virtiofs.csv "$rw,$bs,$tag,$((r + 1)),$(fio_field /tmp/b.json $dir \
-				'"%.1f,%d,%.1f" % (j["bw_bytes"] / 1048576, j["iops"], j["lat_ns"]["mean"] / 1000)'),$(keep_file /tmp/b.json "fio/$rw-$bs-$tag-$((r + 1)).json")"
+			# Assigned first: a failing substitution inside csv_row's argument
+			# would not stop the script.
+			vals=$(fio_field /tmp/b.json $dir \
+				'"%.1f,%d,%.1f" % (j["bw_bytes"] / 1048576, j["iops"], j["lat_ns"]["mean"] / 1000)')
+			kept=$(keep_file /tmp/b.json "fio/$rw-$bs-$tag-$((r + 1)).json")
+			csv_row virtiofs.csv "$rw,$bs,$tag,$((r + 1)),$vals,$kept"
 		done
 	done
 done
