@@ -6,7 +6,8 @@ help:
 	@echo "make demo          the main job: build, boot the patched guest, show each feature at work (~5 min warm)"
 	@echo "make test          every test (what .ci/run runs); T=\"SUITE[:TEST] ...\" runs some, FLAVOR=debug on the debug kernel"
 	@echo "make test-debug    the guest suites on the debug (KASAN, lockdep) kernel"
-	@echo "make bench         the benchmarks, with a report in build/results/; B=\"NAME ...\" runs some"
+	@echo "make bench         every benchmark (about 45 min), report in build/results/latest/report.md;"
+	@echo "                   B=\"poll pt\" runs some, ARGS=\"--runtime 2 --reps 1\" passes options"
 	@echo "make setup         install the Debian packages the project needs (root; apt-get)"
 	@echo "make prepare       unpack linux-source-6.12 into build/linux and apply kernel/patches"
 	@echo "make refresh       export build/linux's commits back into kernel/patches"
@@ -61,8 +62,12 @@ test:
 test-debug:
 	tests/run.sh --debug guest
 
-bench:
-	bench/run.sh $(B)
+# make bench B="poll pt" ARGS="--runtime 2 --reps 1": bench/run.sh ARGS B
+# (all benchmarks when B is empty). fio is built only when pt runs.
+B ?=
+ARGS ?=
+bench: kernel tools $(if $(or $(filter pt,$(B)),$(if $(strip $(B)),,all)),fio)
+	bench/run.sh $(ARGS) $(B)
 
 clean:
 	rm -rf build/obj-* build/tools build/vm build/logs

@@ -1,29 +1,37 @@
 #!/usr/bin/env python3
-"""Format bench/guest/poll.sh results: one line per fio run,
-"<backend> <qd> <hipri> <iops> <lat_mean_us> <lat_p99_us> <ios> <irqs>",
-into a table of means per (backend, qd, mode) with hipri/plain ratios."""
+"""Format bench/poll.sh results (raw/poll.csv: one row per fio run) into a
+table of means per (backend, qd, mode) with hipri/plain ratios.
+    poll_table.py RAWDIR"""
 import sys
 
-from table_lib import mean, read_runs
+from table_lib import group_runs, mean, ratio, raw_csv
 
-order, runs = read_runs(sys.argv[1], 8, 2)
+VALUES = ("iops", "lat_mean_us", "lat_p99_us", "ios", "irqs")
 
 
-names = {"vstor0": "file", "vstor1": "null-co"}
-print("fio io_uring randread 4k, same disk and boot, runs alternated "
-      "(mean of %d)" % len(next(iter(runs.values()))))
-hdr = "%-8s %3s  %-6s %9s %9s %9s %10s  %s" % (
-    "backend", "QD", "mode", "IOPS", "mean us", "p99 us", "irq/IO", "hipri/plain")
-print(hdr)
-print("-" * len(hdr))
-for backend, qd in order:
-    plain, hipri = runs[(backend, qd, 0)], runs[(backend, qd, 1)]
-    for mode, rows in (("plain", plain), ("hipri", hipri)):
-        ios, irqs = sum(r[3] for r in rows), sum(r[4] for r in rows)
-        ratio = ""
-        if mode == "hipri":
-            ratio = "IOPS x%.2f, mean lat x%.2f" % (
-                mean(hipri, 0) / mean(plain, 0), mean(hipri, 1) / mean(plain, 1))
-        print("%-8s %3d  %-6s %9.0f %9.1f %9.1f %10.3f  %s" % (
-            names.get(backend, backend), qd, mode, mean(rows, 0),
-            mean(rows, 1), mean(rows, 2), irqs / ios if ios else 0, ratio))
+def table(raw):
+    """The table's lines."""
+    order, runs = group_runs(raw_csv(raw, "poll.csv"), ("backend", "qd"), "mode", VALUES)
+    out = ["fio io_uring randread 4k, same disk and boot, runs alternated "
+           "(mean of %d)" % len(next(iter(runs.values())))]
+    hdr = "%-8s %3s  %-6s %9s %9s %9s %10s  %s" % (
+        "backend", "QD", "mode", "IOPS", "mean us", "p99 us", "irq/IO", "hipri/plain")
+    out += [hdr, "-" * len(hdr)]
+    for backend, qd in order:
+        plain, hipri = runs[(backend, qd, "plain")], runs[(backend, qd, "hipri")]
+        for mode, rows in (("plain", plain), ("hipri", hipri)):
+            ios, irqs = sum(r[3] for r in rows), sum(r[4] for r in rows)
+            note = ""
+            if mode == "hipri":
+                iops, per = ratio(hipri, plain, 0)
+                note = "IOPS x%.2f (%.2f-%.2f), mean lat x%.2f" % (
+                    iops, per[0], per[-1], ratio(hipri, plain, 1)[0])
+            out.append("%-8s %3d  %-6s %9.0f %9.1f %9.1f %10.3f  %s" % (
+                backend, qd, mode, mean(rows, 0), mean(rows, 1), mean(rows, 2),
+                irqs / ios if ios else 0, note))
+    out.append("(in brackets the lowest and highest ratio of single repetitions)")
+    return out
+
+
+if __name__ == "__main__":
+    print("\n".join(table(sys.argv[1])))

@@ -1,44 +1,51 @@
 #!/usr/bin/env python3
-"""Format bench/guest/pt.sh results, one line per fio run:
-"<backend> <qd> <poll> <path> <iops> <lat_mean_us> <lat_p99_us>",
-into a table of means with passthrough/block-device ratios per device."""
+"""Format bench/pt.sh results (raw/pt.csv: one row per fio run) into a table
+of means with passthrough/block-device ratios per device.
+    pt_table.py RAWDIR"""
 import sys
 
-from table_lib import mean, read_runs
+from table_lib import group_runs, mean, ratio, raw_csv
 
-order, runs = read_runs(sys.argv[1], 7, 3)
-
-
-names = {
+NAMES = {
     "vblk-bdev": "virtio-blk /dev/vdX",
     "vblk-pt": "virtio-blk /dev/vblk/vdX",
     "nvme-bdev": "NVMe /dev/nvmeXnY",
     "nvme-ng": "NVMe /dev/ngXnY",
 }
-reps = len(next(iter(runs.values())))
-print("fio randread 4k, io_uring (block devices) vs io_uring_cmd "
-      "(passthrough), same boot and backends, mean of %d" % reps)
-hdr = "%-7s %2s %-5s %-26s %8s %8s %8s  %s" % (
-    "backend", "QD", "mode", "path", "IOPS", "mean us", "p99 us",
-    "passthrough / block device")
-print(hdr)
-print("-" * len(hdr))
-for backend, qd, poll in order:
-    for dev in ("vblk", "nvme"):
-        bdev = runs[(backend, qd, poll, dev + "-bdev")]
-        ptp = "pt" if dev == "vblk" else "ng"
-        pt = runs[(backend, qd, poll, dev + "-" + ptp)]
-        for path, rows in ((dev + "-bdev", bdev), (dev + "-" + ptp, pt)):
-            ratio = ""
-            if rows is pt:
-                ratio = "IOPS x%.2f, mean lat x%.2f, p99 x%.2f" % (
-                    mean(pt, 0) / mean(bdev, 0), mean(pt, 1) / mean(bdev, 1),
-                    mean(pt, 2) / mean(bdev, 2))
-            print("%-7s %2d %-5s %-26s %8.0f %8.1f %8.1f  %s" % (
-                backend, qd, "poll" if poll else "irq", names[path],
-                mean(rows, 0), mean(rows, 1), mean(rows, 2), ratio))
-    vpt = runs[(backend, qd, poll, "vblk-pt")]
-    ng = runs[(backend, qd, poll, "nvme-ng")]
-    print("%-7s %2d %-5s %-26s %8s %8s %8s  virtio-blk pt / NVMe ng: IOPS x%.2f" % (
-        backend, qd, "poll" if poll else "irq", "", "", "", "",
-        mean(vpt, 0) / mean(ng, 0)))
+# Each device's passthrough path and its block device.
+PAIRS = (("vblk-pt", "vblk-bdev"), ("nvme-ng", "nvme-bdev"))
+VALUES = ("iops", "lat_mean_us", "lat_p99_us")
+
+
+def table(raw):
+    """The table's lines."""
+    order, runs = group_runs(raw_csv(raw, "pt.csv"), ("backend", "qd", "mode"), "path", VALUES)
+    reps = len(next(iter(runs.values())))
+    out = ["fio randread 4k, io_uring (block devices) vs io_uring_cmd "
+           "(passthrough), same boot and backends, mean of %d" % reps]
+    hdr = "%-7s %2s %-5s %-26s %8s %8s %8s  %s" % (
+        "backend", "QD", "mode", "path", "IOPS", "mean us", "p99 us",
+        "passthrough / block device")
+    out += [hdr, "-" * len(hdr)]
+    for backend, qd, mode in order:
+        key = (backend, qd, mode)
+        for ptp, bdp in PAIRS:
+            bdev, pt = runs[key + (bdp,)], runs[key + (ptp,)]
+            for path, rows in ((bdp, bdev), (ptp, pt)):
+                note = ""
+                if rows is pt:
+                    iops, per = ratio(pt, bdev, 0)
+                    note = "IOPS x%.2f (%.2f-%.2f), mean lat x%.2f, p99 x%.2f" % (
+                        iops, per[0], per[-1], ratio(pt, bdev, 1)[0], ratio(pt, bdev, 2)[0])
+                out.append("%-7s %2d %-5s %-26s %8.0f %8.1f %8.1f  %s" % (
+                    backend, qd, mode, NAMES[path],
+                    mean(rows, 0), mean(rows, 1), mean(rows, 2), note))
+        vpt, ng = runs[key + ("vblk-pt",)], runs[key + ("nvme-ng",)]
+        out.append("%-7s %2d %-5s %-26s %8s %8s %8s  virtio-blk pt / NVMe ng: IOPS x%.2f" % (
+            backend, qd, mode, "", "", "", "", mean(vpt, 0) / mean(ng, 0)))
+    out.append("(in brackets the lowest and highest ratio of single repetitions)")
+    return out
+
+
+if __name__ == "__main__":
+    print("\n".join(table(sys.argv[1])))

@@ -4,13 +4,19 @@
 # userspace (fio, O_DIRECT) on the same backing device in the same boot:
 # 4k random reads at each QD, with 1 and 2 queues (fio jobs) and 1 and 2
 # vhost workers, on null_blk (no data: the software path alone) and brd.
-#   bench/vhost.sh [--cpus N] [--runtime S] [--reps N] [--qd "1 32"]
+#   bench/vhost.sh [--cpus N] [--runtime S] [--reps N] [--qd "1 32"] [--flavor F]
+# Defaults: 2 vCPUs, 5 s per run (fio: +1 s ramp), 2 repetitions, QD 1 and 32.
+# Run alone it goes through bench/run.sh (a results directory in build/results).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-cpus=2 runtime=5 reps=2 qd="1 32" flavor=guest
-bench_opts "$@"
-[[ -x $BUILD/tools/vhost_blk_test ]] || die "no $BUILD/tools/vhost_blk_test: run make tools"
-# shellcheck disable=SC2086
-exec "$TOP/vm/vm.sh" --flavor "$flavor" --cpus "$cpus" --no-disk \
+cpus=2 runtime=5 reps=2 qd="1 32"
+bench_opts "cpus runtime reps qd flavor" "$@"
+bench_need "$BUILD/tools/vhost_blk_test" "run make tools"
+bench_checked
+read -ra qds <<<"$qd"
+# 2 backends x QDs x 3 layouts x reps x 2 paths runs.
+bench_vm --cpus "$cpus" --no-disk --timeout $((600 + 2 * ${#qds[@]} * 3 * reps * 2 * (runtime + 6) * 2)) \
 	--modules vhost_blk --append "brd.rd_nr=1 brd.rd_size=262144 null_blk.nr_devices=1" -- \
-	"$TOP/bench/guest/vhost.sh" "$runtime" "$reps" $qd
+	"$TOP/bench/guest/vhost.sh" "$runtime" "$reps" "$qd"
+bench_raw vhost.csv
+bench_done

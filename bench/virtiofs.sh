@@ -11,43 +11,30 @@
 # sequential 256k and random 4k, reads and writes.
 #   bench/virtiofs.sh [--cpus N] [--queues N] [--runtime S] [--reps N]
 #                     [--engine psync|libaio] [--iodepth N] [--poll US]
-#                     [--threads K] [--killpriv]
+#                     [--threads K] [--killpriv] [--flavor F]
+# Defaults: 2 vCPUs, N = 2, 8 s (+1 s ramp) per fio run, 2 repetitions,
+# psync, vufsd one worker per queue and no busy-polling.
+# Run alone it goes through bench/run.sh (a results directory in build/results).
 set -euo pipefail
-. "$(dirname "$0")/../scripts/lib.sh"
-cpus=2 queues="" runtime=8 reps=2 engine=psync iodepth=1 poll=0 threads=1 flavor=guest vdk=""
-while (($#)); do
-	case $1 in
-	--cpus) cpus=$2; shift 2 ;;
-	--queues) queues=$2; shift 2 ;;
-	--runtime) runtime=$2; shift 2 ;;
-	--reps) reps=$2; shift 2 ;;
-	--engine) engine=$2; shift 2 ;;
-	--iodepth) iodepth=$2; shift 2 ;;
-	--poll) poll=$2; shift 2 ;;
-	--killpriv) vdk=,killpriv; shift ;;
-	--threads) threads=$2; shift 2 ;;
-	--flavor) flavor=$2; shift 2 ;;
-	*) die "unknown option $1 (see the header of $0)" ;;
-	esac
-done
+. "$(dirname "$0")/lib.sh"
+cpus=2 queues="" runtime=8 reps=2 engine=psync iodepth=1 poll=0 threads=1 killpriv=0
+bench_opts "cpus queues runtime reps engine iodepth poll threads killpriv! flavor" "$@"
 queues=${queues:-$cpus}
-make -s -C "$TOP/tools/vufsd" OUT="$BUILD/tools"
-run=$BUILD/logs/bench-virtiofs
-rm -rf "$run"
-"$TOP/vm/vm.sh" --flavor "$flavor" --cpus "$cpus" --no-disk --keep "$run" --timeout 7200 \
+if [[ ! $queues =~ ^[0-9]+$ ]] || ((queues < 2)); then
+	die "virtiofs: --queues must be 2 or more (vufsd-1 is the one-queue device)"
+fi
+case $engine in psync | libaio | io_uring) ;; *) die "virtiofs: --engine psync, libaio or io_uring" ;; esac
+bench_checked
+vdk=""
+((killpriv)) && vdk=,killpriv
+many=vufsd-$queues
+# reps x 4 workloads x 3 devices fio runs.
+bench_vm --cpus "$cpus" --no-disk --timeout $((1200 + reps * 4 * 3 * (runtime + 10) * 2)) \
 	--virtiofs "tag=vufsd-1,queues=1,poll=$poll,threads=$threads" \
-	--virtiofs "tag=vufsd-$queues,queues=$queues,poll=$poll,threads=$threads" \
+	--virtiofs "tag=$many,queues=$queues,poll=$poll,threads=$threads" \
 	--virtiofs "tag=virtiofsd,daemon=virtiofsd$vdk" -- \
 	"$TOP/bench/guest/virtiofs.sh" "$runtime" "$reps" "$engine" "$iodepth" \
-	vufsd-1 "vufsd-$queues" virtiofsd
-echo
-echo "host: $(nproc) CPUs; guest: $cpus vCPUs (TCG); fio $engine iodepth $iodepth, numjobs $cpus, O_DIRECT, ${runtime}s per cell; vufsd --threads $threads$( ((poll)) && echo " --busy-poll $poll")${vdk:+; virtiofsd -o killpriv_v2}"
-/usr/bin/python3 "$TOP/bench/virtiofs_table.py" "$run/results.txt" vufsd-1 "vufsd-$queues" virtiofsd
-echo
-echo "per-queue share of the requests (vufsd, whole run; vq 0 is hiprio):"
-for tag in vufsd-1 "vufsd-$queues"; do
-	printf '  %-9s' "$tag"
-	awk '$1 == "vq" { printf " vq%s %s", $2, $4 } $1 == "cpu_us" { cpu = $2 }
-		$1 == "op" { ops = ops " " $2 " " $3 }
-		END { printf "  (daemon CPU %.1f s)\n            by opcode:%s\n", cpu / 1e6, ops }' "$run/fs-$tag.stats"
-done
+	vufsd-1 "$many" virtiofsd
+bench_raw virtiofs.csv
+bench_daemon_stats virtiofs vufsd-1="$BENCH_LOG/fs-vufsd-1.stats" "$many=$BENCH_LOG/fs-$many.stats"
+bench_done

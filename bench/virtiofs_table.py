@@ -1,34 +1,64 @@
 #!/usr/bin/env python3
-"""Format bench/guest/virtiofs.sh results, one line per run:
-"<rw> <bs> <tag> <MiB/s> <IOPS> <lat_mean_us>", into a table of means with
-the N-queue / 1-queue ratio of vufsd and the vufsd / virtiofsd ratio at one
+"""Format bench/virtiofs.sh results (raw/virtiofs.csv: one row per fio run;
+raw/virtiofs-daemons.json: vufsd's counters) into a table of means with the
+N-queue / 1-queue ratio of vufsd and the vufsd / virtiofsd ratio at one
 queue, each with the range of the per-repetition ratios (the devices of one
-repetition ran back to back).
-    virtiofs_table.py RESULTS ONE_QUEUE N_QUEUES VIRTIOFSD"""
+repetition ran back to back), then each vufsd's per-queue share of the
+requests.
+    virtiofs_table.py RAWDIR"""
+import json
+import os
 import sys
 
-from table_lib import mean, read_runs
+from table_lib import group_runs, mean, ratio, raw_csv
 
-path, one, many, ref = sys.argv[1:5]
-order, runs = read_runs(path, 6, 2)
-reps = len(runs[order[0] + (one,)])
+ONE, REF = "vufsd-1", "virtiofsd"
 
 
-def ratio(a, b):
+def devices(rows):
+    """(one queue, N queues, virtiofsd) device names."""
+    many = [d for d in dict.fromkeys(r["device"] for r in rows) if d not in (ONE, REF)]
+    return ONE, many[0], REF
+
+
+def cell(a, b):
     """Mean MiB/s ratio of A over B, with the range of per-repetition ones."""
-    per = sorted(x[0] / y[0] for x, y in zip(a, b))
-    return "x%.2f (%.2f-%.2f)" % (mean(a, 0) / mean(b, 0), per[0], per[-1])
+    m, per = ratio(a, b, 0)
+    return "x%.2f (%.2f-%.2f)" % (m, per[0], per[-1])
 
 
-print("MiB/s and mean latency (us), mean of %d runs" % reps)
-hdr = "%-9s %4s | %15s | %15s | %15s | %-19s | %-19s" % (
-    "rw", "bs", one + " MiB/s/us", many + " MiB/s/us", ref + " MiB/s/us",
-    many + " / " + one, one + " / " + ref)
-print(hdr.rstrip())
-print("-" * len(hdr.rstrip()))
-for key in order:
-    a, b, c = (runs[key + (k,)] for k in (one, many, ref))
-    print(("%-9s %4s | %7.1f %7.0f | %7.1f %7.0f | %7.1f %7.0f | %-19s | %s" % (
-        key + (mean(a, 0), mean(a, 2), mean(b, 0), mean(b, 2), mean(c, 0),
-               mean(c, 2), ratio(b, a), ratio(a, c)))).rstrip())
-print("(in brackets the lowest and highest ratio of single repetitions)")
+def table(raw):
+    """The table's lines."""
+    rows = raw_csv(raw, "virtiofs.csv")
+    one, many, ref = devices(rows)
+    order, runs = group_runs(rows, ("rw", "bs"), "device", ("bw_mib_s", "iops", "lat_mean_us"))
+    reps = len(runs[order[0] + (one,)])
+    out = ["MiB/s and mean latency (us), mean of %d runs" % reps]
+    hdr = "%-9s %4s | %15s | %15s | %15s | %-19s | %-19s" % (
+        "rw", "bs", one + " MiB/s/us", many + " MiB/s/us", ref + " MiB/s/us",
+        many + " / " + one, one + " / " + ref)
+    out += [hdr.rstrip(), "-" * len(hdr.rstrip())]
+    for key in order:
+        a, b, c = (runs[key + (k,)] for k in (one, many, ref))
+        out.append(("%-9s %4s | %7.1f %7.0f | %7.1f %7.0f | %7.1f %7.0f | %-19s | %s" % (
+            key + (mean(a, 0), mean(a, 2), mean(b, 0), mean(b, 2), mean(c, 0),
+                   mean(c, 2), cell(b, a), cell(a, c)))).rstrip())
+    out.append("(in brackets the lowest and highest ratio of single repetitions)")
+    path = os.path.join(raw, "virtiofs-daemons.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            daemons = json.load(f)
+        out += ["", "per-queue share of the requests (vufsd, whole run; vq 0 is hiprio):"]
+        for tag in (one, many):
+            st = daemons[tag]
+            vqs = sorted({int(k.split(".")[1]) for k in st if k.startswith("vq.")})
+            out.append("  %-9s %s  (daemon CPU %.1f s)" % (
+                tag, " ".join("vq%d %d" % (q, st["vq.%d.requests" % q]) for q in vqs),
+                st["cpu_us"] / 1e6))
+            out.append("            by opcode: " + " ".join(
+                "%s %d" % (k[3:], v) for k, v in st.items() if k.startswith("op.")))
+    return out
+
+
+if __name__ == "__main__":
+    print("\n".join(table(sys.argv[1])))

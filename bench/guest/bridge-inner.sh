@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # Runs in the second-level guest (see bench/bridge.sh): fio on each of the
 # three disks in turn, the order rotating between repetitions, so drift in
-# the shared machine falls on all three alike.
+# the shared machine falls on all three alike. One row per fio run in
+# bridge.csv, the fio output in fio/.
 #   bridge-inner.sh RUNTIME REPS "QD..."
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
-. "$TOP/tests/guest/lib.sh"
+. "$TOP/bench/guest/lib.sh"
 runtime=$1 reps=$2
 read -ra qds <<<"$3"
-res=/run/vstor/results.txt
-: >$res
 declare -A disk
 for b in /sys/block/vd*; do
 	case $(cat "$b/serial") in
@@ -20,30 +19,35 @@ for b in /sys/block/vd*; do
 done
 for k in bridge qemu qsd; do
 	[[ -n ${disk[$k]:-} ]] || { echo "no $k disk"; exit 1; }
-	echo "$k: ${disk[$k]} ($(ls /sys/block/${disk[$k]#/dev/}/mq | wc -l) queues)"
+	info "$k: ${disk[$k]} ($(find "/sys/block/${disk[$k]#/dev/}/mq" -mindepth 1 -maxdepth 1 | wc -l) queues)"
 done
 ncpu=$(nproc)
 
-# run RW QD DISK: 4k, one job per vCPU sharing the QD, pinned one per CPU.
+# run RW QD DISK REP: 4k, one job per vCPU sharing the QD, pinned one per CPU.
 run() {
-	local rw=$1 qd=$2 k=$3 jobs=$ncpu dir=read
+	local rw=$1 qd=$2 k=$3 rep=$4 jobs=$ncpu dir="read"
 	((qd < ncpu)) && jobs=$qd
-	[[ $rw == randwrite ]] && dir=write
+	[[ $rw == randwrite ]] && dir="write"
 	fio_json /tmp/f.json --name=b --filename="${disk[$k]}" --ioengine=io_uring \
-		--direct=1 --rw="$rw" --bs=4k --iodepth=$((qd / jobs)) --numjobs=$jobs \
+		--direct=1 --rw="$rw" --bs=4k --iodepth=$((qd / jobs)) --numjobs="$jobs" \
 		--cpus_allowed=0-$((ncpu - 1)) --cpus_allowed_policy=split \
 		--group_reporting --time_based --runtime="$runtime" --ramp_time=1 \
 		--size=256M --lat_percentiles=1
-	echo "$rw $qd $k $(fio_field /tmp/f.json $dir \
-		'"%d %.1f %.1f" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"]["percentile"]["99.000000"] / 1000)')" | tee -a $res
+	# Assigned first: a failing substitution inside csv_row's argument
+	# would not stop the script.
+	vals=$(fio_field /tmp/f.json $dir \
+		'"%d,%.1f,%.1f" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"].get("percentile", {}).get("99.000000", float("nan")) / 1000)')
+	kept=$(keep_file /tmp/f.json "fio/$rw-qd$qd-$k-$rep.json")
+	csv_row bridge.csv "$rw,$qd,$k,$rep,$vals,$kept"
 }
 
+csv_open bridge.csv rw,qd,disk,rep,iops,lat_mean_us,lat_p99_us,fio_json
 order=(bridge qemu qsd)
 for ((r = 0; r < reps; r++)); do
 	for rw in randread randwrite; do
 		for qd in "${qds[@]}"; do
 			for k in "${order[@]}"; do
-				run $rw "$qd" $k
+				run "$rw" "$qd" "$k" $((r + 1))
 			done
 		done
 	done

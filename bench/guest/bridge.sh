@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs in the first-level guest (see bench/bridge.sh): starts the bridge and
 # qemu-storage-daemon on /dev/ram0, boots the second-level guest with the
-# three disks and collects its results into the table.
+# three disks and keeps its results, logs and the daemons' counters in this
+# guest's run directory (/run/vstor; inner/ for the second-level guest's).
 #   bridge.sh CPUS RUNTIME REPS "QD..."
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
-. "$TOP/tests/guest/lib.sh"
+. "$TOP/bench/guest/lib.sh"
 cpus=$1 runtime=$2 reps=$3 qd=$4
 dev=/dev/ram0 work=/tmp/brbench
 rm -rf $work
@@ -25,8 +26,8 @@ for ((i = 0; i < 100; i++)); do
 done
 [[ -S $work/bridge.sock && -S $work/qsd.sock ]] || { cat $work/*.log; exit 1; }
 
-echo "== outer guest: $(nproc) vCPUs, backing $dev ($(($(cat /sys/block/ram0/size) / 2048)) MiB brd)"
-echo "== inner guest: $cpus vCPUs, 1 GiB; disks: bridge (vhost-blk), qemu (virtio-blk-pci), qsd (qemu-storage-daemon); $cpus queues each"
+info "== outer guest: $(nproc) vCPUs, backing $dev ($(($(cat /sys/block/ram0/size) / 2048)) MiB brd)"
+info "== inner guest: $cpus vCPUs, 1 GiB; disks: bridge (vhost-blk), qemu (virtio-blk-pci), qsd (qemu-storage-daemon); $cpus queues each"
 rc=0
 "$TOP/vm/vm.sh" --keep $work/inner --cpus "$cpus" --mem 1G --shared-mem --no-disk --timeout 3000 \
 	--qemu -chardev --qemu "socket,id=vb,path=$work/bridge.sock" \
@@ -38,11 +39,15 @@ rc=0
 	-- "$TOP/bench/guest/bridge-inner.sh" "$runtime" "$reps" "$qd" || rc=$?
 kill -USR1 $bpid
 sleep 1
-echo "== bridge: $(grep -E '^(messages|cpu_us|rebuilds)' $work/bridge.stats | tr '\n' ' ')" \
-	"requests through vhost-blk $(awk '$1 == "vring" { n += $4 } END { print n }' $work/bridge.stats)"
+# Keep everything for the host: the second-level guest's run directory
+# (results, fio output, console log) and the daemons' counters and logs.
+mkdir -p /run/vstor/inner
+for f in "$work"/inner/* "$work"/bridge.stats "$work"/bridge.log "$work"/qsd.log; do
+	[[ -S $f ]] || cp -r "$f" "/run/vstor/${f#"$work"/}"
+done
+mapfile -t st < <(/usr/bin/python3 "$TOP/tools/statsfile.py" $work/bridge.stats \
+	messages rebuilds cpu_us 'vring.*.requests')
+info "== bridge: messages ${st[0]:-?} rebuilds ${st[1]:-?} cpu_us ${st[2]:-?} requests through vhost-blk ${st[3]:-?}"
 kill $bpid $qpid
 wait $bpid $qpid 2>/dev/null || true
 ((rc == 0)) || { echo "inner guest failed ($rc)"; tail -n 30 $work/inner/console.log; exit 1; }
-cp $work/inner/results.txt /run/vstor/bridge-results.txt
-echo
-/usr/bin/python3 "$TOP/bench/bridge_table.py" $work/inner/results.txt

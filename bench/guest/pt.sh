@@ -3,18 +3,15 @@
 # (interrupt-driven, polled), fio 4k random reads through the four paths
 # one after the other, alternating their order between repetitions:
 # virtio-blk block device, virtio-blk passthrough, NVMe block device, NVMe
-# generic device. Prints one line per run, then the table.
-#   pt.sh RUNTIME REPS QD...
+# generic device. One row per fio run in pt.csv.
+#   pt.sh RUNTIME REPS "QD..."
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
-. "$TOP/tests/guest/lib.sh"
-runtime=${1:-5} reps=${2:-2}
-shift 2 || true
-read -ra qds <<<"${*:-1 8}"
+. "$TOP/bench/guest/lib.sh"
+runtime=$1 reps=$2
+read -ra qds <<<"$3"
 FIO_BIN=$TOP/build/fio/fio
 export FIO_BIN
-res=/tmp/pt-results.txt
-: >"$res"
 
 # nvme_by_serial SERIAL: the NVMe namespace (nvme0n1) with this serial.
 nvme_by_serial() {
@@ -25,47 +22,50 @@ nvme_by_serial() {
 	return 1
 }
 
-# run BACKEND QD POLL PATH FILE ARGS...
+# run BACKEND QD MODE REP PATH FILE ARGS...
 run() {
-	local backend=$1 qd=$2 poll=$3 path=$4 file=$5
-	shift 5
+	local backend=$1 qd=$2 mode=$3 rep=$4 path=$5 file=$6 poll=0
+	shift 6
+	[[ $mode == poll ]] && poll=1
 	# Engine options (hipri) come after the engine.
 	fio_json /tmp/b.json --name=b --filename="$file" "$@" --rw=randread \
 		--bs=4k --iodepth="$qd" --hipri="$poll" --time_based \
 		--runtime="$runtime" --ramp_time=1 --size=1G --lat_percentiles=1
-	echo "$backend $qd $poll $path $(fio_field /tmp/b.json read \
-		'"%d %.1f %.1f" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"]["percentile"]["99.000000"] / 1000)')" |
-		tee -a "$res"
+	# Assigned first: a failing substitution inside csv_row's argument
+	# would not stop the script.
+	vals=$(fio_field /tmp/b.json read \
+		'"%d,%.1f,%.1f" % (j["iops"], j["lat_ns"]["mean"] / 1000, j["lat_ns"].get("percentile", {}).get("99.000000", float("nan")) / 1000)')
+	kept=$(keep_file /tmp/b.json "fio/$backend-qd$qd-$mode-$path-$rep.json")
+	csv_row pt.csv "$backend,$qd,$mode,$rep,$path,$file,$vals,$kept"
 }
 
-echo "== devices"
+info "== devices"
 for pair in "file vstor0 vstor1" "null-co vstor2 vstor3"; do
 	read -r backend vs ns <<<"$pair"
 	d=$(disk_by_serial "$vs") n=$(nvme_by_serial "$ns")
-	echo "$backend: virtio-blk /dev/$d + /dev/vblk/$d (poll queues $(cat "/sys/block/$d/num_poll_queues")), NVMe /dev/$n + /dev/ng${n#nvme} (io_poll $(cat "/sys/block/$n/queue/io_poll"))"
+	info "$backend: virtio-blk /dev/$d + /dev/vblk/$d (poll queues $(cat "/sys/block/$d/num_poll_queues")), NVMe /dev/$n + /dev/ng${n#nvme} (io_poll $(cat "/sys/block/$n/queue/io_poll"))"
 done
-echo "$(nproc) vCPUs, fio $("$FIO_BIN" --version), runtime ${runtime}s + 1s ramp, $reps repetitions"
+info "$(nproc) vCPUs, fio $("$FIO_BIN" --version), runtime ${runtime}s + 1s ramp, $reps repetitions"
 echo
 
+csv_open pt.csv backend,qd,mode,rep,path,device,iops,lat_mean_us,lat_p99_us,fio_json
 for pair in "file vstor0 vstor1" "null-co vstor2 vstor3"; do
 	read -r backend vs ns <<<"$pair"
 	d=$(disk_by_serial "$vs") n=$(nvme_by_serial "$ns")
 	for qd in "${qds[@]}"; do
-		for poll in 0 1; do
-			for ((r = 0; r < reps; r++)); do
+		for mode in irq poll; do
+			for ((r = 1; r <= reps; r++)); do
 				paths=(vblk-bdev vblk-pt nvme-bdev nvme-ng)
-				((r % 2)) && paths=(nvme-ng nvme-bdev vblk-pt vblk-bdev)
+				((r % 2)) || paths=(nvme-ng nvme-bdev vblk-pt vblk-bdev)
 				for p in "${paths[@]}"; do
 					case $p in
-					vblk-bdev) run "$backend" "$qd" $poll $p "/dev/$d" --ioengine=io_uring --direct=1 ;;
-					vblk-pt) run "$backend" "$qd" $poll $p "/dev/vblk/$d" --ioengine=io_uring_cmd --cmd_type=vblk ;;
-					nvme-bdev) run "$backend" "$qd" $poll $p "/dev/$n" --ioengine=io_uring --direct=1 ;;
-					nvme-ng) run "$backend" "$qd" $poll $p "/dev/ng${n#nvme}" --ioengine=io_uring_cmd --cmd_type=nvme ;;
+					vblk-bdev) run "$backend" "$qd" "$mode" "$r" "$p" "/dev/$d" --ioengine=io_uring --direct=1 ;;
+					vblk-pt) run "$backend" "$qd" "$mode" "$r" "$p" "/dev/vblk/$d" --ioengine=io_uring_cmd --cmd_type=vblk ;;
+					nvme-bdev) run "$backend" "$qd" "$mode" "$r" "$p" "/dev/$n" --ioengine=io_uring --direct=1 ;;
+					nvme-ng) run "$backend" "$qd" "$mode" "$r" "$p" "/dev/ng${n#nvme}" --ioengine=io_uring_cmd --cmd_type=nvme ;;
 					esac
 				done
 			done
 		done
 	done
 done
-echo
-/usr/bin/python3 "$TOP/bench/pt_table.py" "$res"
