@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Runs in the first-level guest (see bench/bridge.sh): starts the bridge and
 # qemu-storage-daemon on /dev/ram0, boots the second-level guest with the
-# three disks and collects its results into the table.
+# three disks and collects its results into the table. The second-level
+# guest boots from vm/initramfs.sh's archive (made on the host). Its run
+# directory (console.log, output, qemu.log, results.txt) and the daemons'
+# logs and counters stay in this boot's run directory, in nested/bench.
 #   bridge.sh CPUS RUNTIME REPS "QD..."
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 . "$TOP/tests/guest/lib.sh"
 cpus=$1 runtime=$2 reps=$3 qd=$4
-dev=/dev/ram0 work=/tmp/brbench
-rm -rf $work
-mkdir -p $work/inner
+dev=/dev/ram0 work=/tmp/brbench inner=/run/vstor/nested/bench
+rm -rf $work $inner
+mkdir -p $work $inner
 
 "$TOOLS/vhost-blk-bridge" --socket $work/bridge.sock --backend $dev --queues "$cpus" \
 	--serial bridge --stats $work/bridge.stats 2>$work/bridge.log &
@@ -28,7 +31,8 @@ done
 echo "== outer guest: $(nproc) vCPUs, backing $dev ($(($(cat /sys/block/ram0/size) / 2048)) MiB brd)"
 echo "== inner guest: $cpus vCPUs, 1 GiB; disks: bridge (vhost-blk), qemu (virtio-blk-pci), qsd (qemu-storage-daemon); $cpus queues each"
 rc=0
-"$TOP/vm/vm.sh" --keep $work/inner --cpus "$cpus" --mem 1G --shared-mem --no-disk --timeout 3000 \
+"$TOP/vm/vm.sh" --keep $inner --initramfs "${BUILD:-$TOP/build}/initramfs/nested-guest.cpio" --minimal \
+	--cpus "$cpus" --mem 1G --shared-mem --no-disk --timeout 3000 \
 	--qemu -chardev --qemu "socket,id=vb,path=$work/bridge.sock" \
 	--qemu -device --qemu "vhost-user-blk-pci,chardev=vb,num-queues=$cpus" \
 	--qemu -blockdev --qemu "driver=host_device,node-name=q,filename=$dev,cache.direct=on,aio=io_uring,locking=off" \
@@ -42,7 +46,12 @@ echo "== bridge: $(grep -E '^(messages|cpu_us|rebuilds)' $work/bridge.stats | tr
 	"requests through vhost-blk $(awk '$1 == "vring" { n += $4 } END { print n }' $work/bridge.stats)"
 kill $bpid $qpid
 wait $bpid $qpid 2>/dev/null || true
-((rc == 0)) || { echo "inner guest failed ($rc)"; tail -n 30 $work/inner/console.log; exit 1; }
-cp $work/inner/results.txt /run/vstor/bridge-results.txt
+cp $work/bridge.log $work/bridge.stats $work/qsd.log $inner/
+((rc == 0)) || {
+	echo "inner guest failed ($rc); its logs: $(cat $inner/hostpath)"
+	tail -n 30 $inner/console.log
+	exit 1
+}
+cp $inner/results.txt /run/vstor/bridge-results.txt
 echo
-/usr/bin/python3 "$TOP/bench/bridge_table.py" $work/inner/results.txt
+/usr/bin/python3 "$TOP/bench/bridge_table.py" $inner/results.txt
