@@ -36,19 +36,39 @@
 #                          for none); their options come from --append
 #   --timeout SECS         kill the VM after this long (default 1800)
 #   --keep DIR             use DIR as run directory and keep it
+#   --initramfs FILE       the guest's root is the cpio archive FILE (made by
+#                          vm/initramfs.sh, for second-level guests) instead
+#                          of the host's root: unpacked once into a directory
+#                          in /tmp (memory, in a first-level guest) that is
+#                          shared read-only over 9p as the root (the guest
+#                          kernel has no CONFIG_BLK_DEV_INITRD for -initrd).
+#                          Refused when a file that went into FILE has
+#                          changed since (vm/initramfs.sh --check). The
+#                          command runs in the caller's directory if FILE has
+#                          it, else in /.
+#   --minimal              fewer emulated devices and less probing, for
+#                          second-level guests (TCG inside TCG, where each
+#                          costs seconds): QEMU's -nodefaults (no NIC, VGA,
+#                          floppy, CD-ROM or parallel port), one serial port,
+#                          PCI interrupts routed from the BIOS's table
+#                          (pci=noacpi) rather than by running ACPI code.
 #
 # The run directory (shared with the guest read-write as /run/vstor) holds
-# console.log, output, dmesg and status. The guest can have the host send QMP
-# commands to QEMU (device_del vdisk1, device_add ...): it drops a JSON
-# command in qmp/NAME.req and gets QEMU's reply in qmp/NAME.resp (see
-# host_qmp in tests/guest/lib.sh). Disks are devices vdisk0, vdisk1, ... on
-# block nodes d0, d1, ... A kernel log with a WARNING, BUG,
-# Oops, KASAN, UBSAN or lockdep report makes the run fail (exit 125 when the
-# command itself succeeded), as does a guest that never reported a status.
+# console.log, output, dmesg and status, qemu.log and qemu.cmd, and hostpath
+# (its own path, for messages in the guest). SIGTERM or SIGINT stops QEMU
+# and ends the run as a guest that did not finish. The guest can have the
+# host send QMP commands to QEMU (device_del vdisk1, device_add ...): it
+# drops a JSON command in qmp/NAME.req and gets QEMU's reply in
+# qmp/NAME.resp (see host_qmp in tests/guest/lib.sh). Disks are devices
+# vdisk0, vdisk1, ... on block nodes d0, d1, ... A kernel log with a
+# WARNING, BUG, Oops, KASAN, UBSAN or lockdep report makes the run fail
+# (exit 125 when the command itself succeeded), as does a guest that never
+# reported a status.
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 
-flavor=guest kernel="" cpus=2 mem=2G timeout=1800 append="" rundir=""
+flavor=guest kernel="" cpus=2 mem=2G timeout=1800 append="" rundir="" initramfs=""
+minimal=0
 modules=virtio_blk
 disks=() extra=() nodisk=0 sharedmem=0 vfs=()
 while (($#)); do
@@ -66,6 +86,8 @@ while (($#)); do
 	--modules) modules=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--keep) rundir=$2; shift 2 ;;
+	--initramfs) initramfs=$2; shift 2 ;;
+	--minimal) minimal=1; shift ;;
 	--) shift; break ;;
 	-*) die "unknown option $1 (see the header of $0)" ;;
 	*) break ;;
@@ -94,16 +116,31 @@ vfs_stop() {
 	vfs_pids=()
 }
 
+# QEMU's QMP socket lives in a directory of its own: a run directory on 9p
+# (a second-level guest's, inside the first-level guest's) cannot hold a
+# socket (bind fails with ENXIO).
+sockdir=$(mktemp -d "${TMPDIR:-/tmp}/vstor-vm.XXXXXX")
+cpid=""
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() { # however vm.sh ends
+	vfs_stop
+	[[ -z $cpid ]] || kill "$cpid" 2>/dev/null || true
+	rm -rf "$sockdir"
+}
 if [[ -z $rundir ]]; then
 	mkdir -p "$BUILD/vm"
 	rundir=$(mktemp -d "$BUILD/vm/run.XXXXXX")
-	trap 'vfs_stop; rm -rf "$rundir"' EXIT
+	trap 'cleanup; rm -rf "$rundir"' EXIT
 else
-	trap 'vfs_stop' EXIT
+	trap cleanup EXIT
 	mkdir -p "$rundir"
-	rm -f "$rundir"/{status,output,dmesg,console.log,modroot,modules}
+	rm -f "$rundir"/{status,output,dmesg,console.log,modroot,modules,hostpath}
 fi
 rundir=$(cd "$rundir" && pwd)
+# Where this run directory is for the machine running vm.sh, so that the
+# guest's messages can say where its logs are (a second-level guest's run
+# directory lives inside the first-level guest's, /run/vstor/...).
+echo "$rundir" >"$rundir/hostpath"
 
 # Modules installed next to the kernel by build-kernel.sh.
 modroot=$(cd "$(dirname "$kernel")/../../.." && pwd)/modroot
@@ -112,9 +149,28 @@ if [[ -d $modroot/lib/modules ]]; then
 	[[ -z $modules ]] || echo "$modules" >"$rundir/modules"
 fi
 
+# The root: the host's, or an archive of vm/initramfs.sh. The archive is
+# refused if what went into it changed (a stale copy of a test script would
+# run silently).
+rootdir=/ cdfail="exit 1"
+if [[ -n $initramfs ]]; then
+	"$TOP/vm/initramfs.sh" --check "$initramfs"
+	# Unpacked once per version of the archive; the second-level guests of
+	# one first-level boot share it (read-only to them).
+	key=$(stat -L -c '%s %Y %i %n' "$initramfs" | sha256sum | cut -c1-16)
+	rootdir=${TMPDIR:-/tmp}/vstor-root-$key
+	if [[ ! -d $rootdir ]]; then
+		tmp=$(mktemp -d "$rootdir.XXXXXX")
+		(cd "$tmp" && cpio -i -d -m --quiet --no-absolute-filenames) <"$initramfs" ||
+			die "cannot unpack $initramfs"
+		mv -T "$tmp" "$rootdir" 2>/dev/null || rm -rf "$tmp"
+	fi
+	cdfail="cd /"
+fi
+
 # The command, run by guest-init.sh from the caller's directory.
 {
-	echo "cd $(printf '%q' "$PWD") || exit 1"
+	echo "cd $(printf '%q' "$PWD") 2>/dev/null || $cdfail"
 	printf '%q ' "$@"
 	echo
 } >"$rundir/cmd"
@@ -242,6 +298,11 @@ done
 cmdline="console=ttyS0 root=root rootfstype=9p"
 cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=1048576,cache=loose ro"
 cmdline+=" init=$TOP/vm/guest-init.sh panic=-1 loglevel=7"
+minimal_args=()
+if ((minimal)); then
+	cmdline+=" pci=noacpi 8250.nr_uarts=1"
+	minimal_args=(-nodefaults)
+fi
 cmdline+=" rcupdate.rcu_cpu_stall_timeout=60 brd.rd_nr=0 null_blk.nr_devices=0$append"
 
 machine=(-machine pc)
@@ -250,15 +311,24 @@ if ((sharedmem)); then
 		-machine pc,memory-backend=mem)
 fi
 qemu=(qemu-system-x86_64 "${machine[@]}" "${accel_args[@]}" -smp "$cpus" -m "$mem"
-	-display none -no-reboot -monitor none -serial "file:$rundir/console.log"
-	-qmp "unix:$rundir/qmp.sock,server=on,wait=off"
+	"${minimal_args[@]}" -display none -no-reboot -monitor none -serial "pipe:$sockdir/console"
+	-qmp "unix:$sockdir/qmp.sock,server=on,wait=off"
 	-kernel "$kernel" -append "$cmdline"
-	-virtfs "local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap"
+	-virtfs "local,path=$rootdir,mount_tag=root,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$rundir,mount_tag=vstor,security_model=none"
 	"${disk_args[@]}" "${vfs_args[@]}" "${extra[@]}")
 printf '%q ' "${qemu[@]}" >"$rundir/qemu.cmd"
 
 : >"$rundir/output"  # guest-init appends to it
+# The serial console reaches console.log through a pipe and a cat: QEMU
+# writes each character with its own write(2), with the guest stopped, and
+# on 9p (a second-level guest's run directory) each one is a round trip to
+# the host (3 ms in a first-level guest under TCG: about a minute of a
+# nested boot's 20 KB of kernel log). The cat writes what has piled up.
+mkfifo "$sockdir/console.in" "$sockdir/console.out"
+: >"$rundir/console.log"
+cat "$sockdir/console.out" >>"$rundir/console.log" &
+cpid=$!
 rm -rf "$rundir/qmp"
 mkdir -p "$rundir/qmp"
 timeout --foreground -k 10 "$timeout" "${qemu[@]}" </dev/null >"$rundir/qemu.log" 2>&1 &
@@ -272,7 +342,7 @@ tpid=$!
 			[[ -e $req ]] || continue
 			# An error reply is a reply too: pass it on (set -e would
 			# otherwise end this loop and leave the guest waiting).
-			"$TOP/vm/qmp.py" "$rundir/qmp.sock" <"$req" >"${req%.req}.tmp" 2>&1 || true
+			"$TOP/vm/qmp.py" "$sockdir/qmp.sock" <"$req" >"${req%.req}.tmp" 2>&1 || true
 			mv "${req%.req}.tmp" "${req%.req}.resp"
 			rm -f "$req"
 		done
@@ -280,9 +350,22 @@ tpid=$!
 	done
 ) &
 apid=$!
+# SIGTERM/SIGINT (a test giving up on this guest): stop QEMU, then finish
+# as usual, so the run directory says what happened.
+trap 'kill -TERM $qpid 2>/dev/null' TERM INT
 set +e
 wait $qpid
 qrc=$?
+while kill -0 $qpid 2>/dev/null; do
+	wait $qpid
+	qrc=$?
+done
+trap - TERM INT
+# The cat ends at the pipe's end of file; open and close the pipe for
+# writing in case QEMU never opened it (the cat still waits in open(2)).
+exec {cw}<>"$sockdir/console.out"
+exec {cw}>&-
+wait $cpid
 wait $tpid 2>/dev/null
 wait $apid 2>/dev/null
 vfs_stop

@@ -169,75 +169,153 @@ br_failing() {
 	br_stop
 }
 
-# br_inner DIR MODE [CHARDEV-OPTS]: boot a second-level guest in the
-# background (pid in BR_VPID) with a 2-queue vhost-user-blk disk on the
-# bridge at BR_SOCK, running tests/guest/inner-blk.sh MODE; DIR is its run
-# directory, DIR.out its output.
+# Second-level guests: the host's QEMU boots our guest kernel inside this
+# guest (TCG inside TCG) with a 2-queue vhost-user-blk disk on the bridge.
+# Their root is the archive vm/initramfs.sh made on the host, read from this
+# guest's memory: booted from the host's root instead, they read every file
+# through two 9p layers and took minutes to start fio. Each one's run
+# directory (console.log, output, qemu.log, status, dmesg, fio's output,
+# vm.sh's output in vm.out, the bridge's log and counters) is nested/NAME in
+# this boot's run directory, which the host keeps.
+BR_NEST=/run/vstor/nested
+BR_INITRAMFS=${BUILD:-$TOP/build}/initramfs/nested-guest.cpio
+# Limits of the steps, in seconds: about 3 times what each took on the
+# 2-core build machine (in brackets), so that a slower or busier host passes
+# and a hang fails its step, with the logs. br_nested needs at most the sum
+# of its four (10 min), br_vmm_kill about 6 min.
+BR_T_UP=240        # vm.sh started -> the guest's init loaded virtio_blk, "ready" (75 s)
+BR_T_FIO=180       # "go" -> fio verify done in the guest, "done" (52 s)
+BR_T_RECONNECT=60  # restarted bridge up -> QEMU runs the device on it again (1 s)
+BR_T_END=120       # "go2" -> the guest read the data back and powered off (32 s)
+BR_T_LOAD=60       # "ready" -> 500 requests through vhost-blk (15 s)
+BR_T_GONE=30       # QEMU SIGKILLed -> vm.sh done, the bridge noticed (1 s each)
+
+# br_inner NAME MODE CHARDEV-OPTS TIMEOUT: boot a second-level guest in the
+# background running tests/guest/inner-blk.sh MODE with a 2-queue
+# vhost-user-blk disk on the bridge at BR_SOCK (CHARDEV-OPTS appended to
+# its chardev), killed after TIMEOUT s; sets BR_VDIR (its run directory,
+# BR_NEST/NAME) and BR_VPID (vm.sh's pid).
 br_inner() {
-	rm -rf "$1"
-	mkdir -p "$1"
-	"$TOP/vm/vm.sh" --keep "$1" --cpus 2 --mem 512M --shared-mem --no-disk --timeout 600 \
-		--qemu -chardev --qemu "socket,id=vb0,path=$BR_SOCK${3:-}" \
+	BR_VDIR=$BR_NEST/$1
+	rm -rf "$BR_VDIR"
+	mkdir -p "$BR_VDIR"
+	"$TOP/vm/vm.sh" --keep "$BR_VDIR" --initramfs "$BR_INITRAMFS" --minimal --cpus 2 --mem 512M \
+		--shared-mem --no-disk --timeout "$4" \
+		--qemu -chardev --qemu "socket,id=vb0,path=$BR_SOCK$3" \
 		--qemu -device --qemu "vhost-user-blk-pci,chardev=vb0,num-queues=2" \
-		-- "$TOP/tests/guest/inner-blk.sh" "$2" >"$1.out" 2>&1 &
+		-- "$TOP/tests/guest/inner-blk.sh" "$2" >"$BR_VDIR/vm.out" 2>&1 &
 	BR_VPID=$!
 }
 
-# br_inner_wait FILE PID: wait up to 300 s for FILE while PID lives.
-br_inner_wait() {
-	local i
-	for ((i = 0; i < 3000; i++)); do
-		[[ -e $1 ]] && return 0
-		kill -0 "$2" 2>/dev/null || break
-		sleep 0.1
+# br_step STEP LIMIT COMMAND...: run COMMAND every 0.2 s until it succeeds,
+# for up to LIMIT s, and note how long STEP took. Fails naming STEP when
+# the time is up, when the second-level guest ends first (unless BR_VPID is
+# empty), or at once when COMMAND returns 2 (it printed why).
+br_step() {
+	local step=$1 limit=$2 t0=$SECONDS rc
+	shift 2
+	while :; do
+		"$@"
+		rc=$?
+		((rc == 0)) && break
+		((rc == 2)) && { fail "$step"; return; }
+		if [[ -n $BR_VPID ]] && ! kill -0 "$BR_VPID" 2>/dev/null; then
+			fail "$step: the second-level guest ended after $((SECONDS - t0)) s"
+			return
+		fi
+		((SECONDS - t0 < limit)) || { fail "$step: not done after $limit s"; return; }
+		sleep 0.2
 	done
-	[[ -e $1 ]]
+	note "$step: $((SECONDS - t0)) s (limit $limit s)"
+}
+
+# Conditions for br_step.
+br_have() { [[ -e $BR_VDIR/$1 ]]; }
+br_gone() { ! kill -0 "$1" 2>/dev/null; }
+br_running() { # the bridge's kernel device runs (QEMU connected, driver up)
+	br_stats || return 2
+	[[ $(br_get running) == 1 ]]
+}
+br_loaded() { # more than 500 requests on the vrings
+	br_stats || return 2
+	(($(br_vring 0 requests) + $(br_vring 1 requests) > 500))
+}
+
+# br_inner_end RC: after a test with a second-level guest: stop the guest
+# if it still runs (vm.sh stops QEMU on SIGTERM and keeps the logs), keep
+# the bridge's log with them, and on failure show the end of its console
+# and output, say where they are and stop the bridge. Returns RC.
+br_inner_end() {
+	if [[ -n ${BR_VPID:-} ]] && kill -0 "$BR_VPID" 2>/dev/null; then
+		kill -TERM "$BR_VPID"
+		wait "$BR_VPID"
+	fi
+	BR_VPID=""
+	[[ -n ${BR_VDIR:-} && -d $BR_VDIR ]] || return "$1"
+	cp "$BR_LOG" "$BR_VDIR/bridge.log" 2>/dev/null
+	(($1)) || return 0
+	echo "second-level guest console, last lines:"
+	tail -n 12 "$BR_VDIR/console.log" 2>/dev/null | sed 's/^/  /'
+	echo "vm.sh and the second-level guest's output, last lines:"
+	tail -n 12 "$BR_VDIR/vm.out" 2>/dev/null | sed 's/^/  /'
+	echo "logs of the second-level guest: $BR_VDIR, on the host $(cat /run/vstor/hostpath 2>/dev/null ||
+		echo "this boot's run directory")/${BR_VDIR#/run/vstor/}"
+	if kill -0 "$BR_PID" 2>/dev/null; then
+		kill -TERM "$BR_PID"
+		wait "$BR_PID"
+	fi
+	return "$1"
 }
 
 desc_br_nested="QEMU (vhost-user-blk-pci, 2 queues) boots a second-level guest on the bridge: fio verify passes on both queues, the I/O moves vhost-blk's counters and not the bridge's messages or CPU time; the bridge restarts, QEMU reconnects and the data reads back intact"
 br_nested() {
+	local rc=0
+	br_nested_run || rc=1
+	br_inner_end $rc
+}
+br_nested_run() {
 	vhost_blk_load || return
 	br_start br-nested --backend /dev/ram0 --queues 2 || return
-	local inner=/tmp/br-inner rc=0 i vpid
-	br_inner $inner verify ,reconnect=1
-	vpid=$BR_VPID
-	br_inner_wait $inner/ready $vpid || { cat $inner.out; fail "the second-level guest did not come up"; return; }
+	local d vrc=0 before after
+	br_inner br-nested verify ,reconnect=1 $((BR_T_UP + BR_T_FIO + BR_T_RECONNECT + BR_T_END + 60))
+	d=$BR_VDIR before=$BR_VDIR/stats-before after=$BR_VDIR/stats-after
+	br_step "boot: QEMU start to the second-level guest's init with virtio_blk loaded" \
+		$BR_T_UP br_have ready || return
 	br_stats || return
-	cp "$BR_STATS" /tmp/br-before
-	: >$inner/go
-	br_inner_wait $inner/done $vpid
+	cp "$BR_STATS" "$before"
+	: >"$d/go"
+	br_step "fio verify in the second-level guest" $BR_T_FIO br_have "done" || return
 	br_stats || return
-	cp "$BR_STATS" /tmp/br-after
+	cp "$BR_STATS" "$after"
 	# Restart the bridge under the running VMM: SIGTERM drains, QEMU
 	# (reconnect=1) connects to the new one and starts the device again.
+	cp "$BR_LOG" "$d/bridge-first.log"
 	br_stop || return
 	br_start br-nested --backend /dev/ram0 --queues 2 || return
-	for ((i = 0; i < 600; i++)); do
-		br_stats || return
-		[[ $(br_get running) == 1 ]] && break
-		sleep 0.1
-	done
-	[[ $(br_get running) == 1 ]] || fail "QEMU did not reconnect to the restarted bridge" || return
-	: >$inner/go2
-	wait $vpid || rc=$?
-	sed 's/^/  /' $inner.out | grep -v '^  \[' | tail -n 20
-	((rc == 0)) || { fail "second-level guest: exit $rc"; return; }
-	[[ $(cat $inner/done) == 0 ]] || fail "fio verify failed in the second-level guest" || return
+	br_step "reconnect: QEMU runs the device on the restarted bridge" \
+		$BR_T_RECONNECT br_running || return
+	: >"$d/go2"
+	br_step "read back after the reconnect and power-off" $BR_T_END br_gone "$BR_VPID" || return
+	wait "$BR_VPID" || vrc=$?
+	BR_VPID=""
+	sed 's/^/  /' "$d/vm.out" | grep -v '^  \[' | tail -n 20
+	((vrc == 0)) || { fail "second-level guest: vm.sh exit $vrc"; return; }
+	[[ $(cat "$d/done") == 0 ]] || fail "fio verify failed in the second-level guest" || return
 
 	local q req0 req1 wb m0 m1 c0 c1
 	for q in 0 1; do
-		req0=$(br_vring $q requests /tmp/br-before)
-		req1=$(br_vring $q requests /tmp/br-after)
-		wb=$(($(br_vring $q write_bytes /tmp/br-after) - $(br_vring $q write_bytes /tmp/br-before)))
-		note "vring $q: $((req1 - req0)) requests, $((wb >> 20)) MiB written through vhost-blk during fio, worker $(br_vring $q worker /tmp/br-after)"
+		req0=$(br_vring $q requests "$before")
+		req1=$(br_vring $q requests "$after")
+		wb=$(($(br_vring $q write_bytes "$after") - $(br_vring $q write_bytes "$before")))
+		note "vring $q: $((req1 - req0)) requests, $((wb >> 20)) MiB written through vhost-blk during fio, worker $(br_vring $q worker "$after")"
 		# 2048 4 KiB writes and as many verify reads per job and queue.
 		((req1 - req0 >= 4096)) || fail "vring $q served $((req1 - req0)) requests, want >= 4096" || return
 		((wb >= 8 << 20)) || fail "vring $q wrote $wb bytes, want >= 8 MiB" || return
 	done
-	[[ $(br_vring 0 worker /tmp/br-after) != "$(br_vring 1 worker /tmp/br-after)" ]] ||
+	[[ $(br_vring 0 worker "$after") != "$(br_vring 1 worker "$after")" ]] ||
 		fail "both vrings on one worker with --workers per-queue" || return
-	m0=$(br_get messages /tmp/br-before) m1=$(br_get messages /tmp/br-after)
-	c0=$(br_get cpu_us /tmp/br-before) c1=$(br_get cpu_us /tmp/br-after)
+	m0=$(br_get messages "$before") m1=$(br_get messages "$after")
+	c0=$(br_get cpu_us "$before") c1=$(br_get cpu_us "$after")
 	note "bridge during fio: $((m1 - m0)) vhost-user messages, $(((c1 - c0) / 1000)) ms of CPU in its main thread"
 	expect_eq "vhost-user messages during the I/O" $((m1 - m0)) 0 || return
 	# Two stats writes fall in the window; the data path would cost seconds.
@@ -247,29 +325,25 @@ br_nested() {
 
 desc_br_vmm_kill="the VMM is killed (SIGKILL) mid-I/O: the bridge drains, survives, and serves a new connection"
 br_vmm_kill() {
+	local rc=0
+	br_vmm_kill_run || rc=1
+	br_inner_end $rc
+}
+br_vmm_kill_run() {
 	vhost_blk_load || return
 	br_start br-kill --backend /dev/ram0 --queues 2 || return
-	local inner=/tmp/br-kinner i qpid req vpid
-	br_inner $inner load
-	vpid=$BR_VPID
-	# Wait for the load to be running: requests moving on the vrings.
-	for ((i = 0; i < 600; i++)); do
-		br_stats || return
-		req=$(($(br_vring 0 requests) + $(br_vring 1 requests)))
-		((req > 500)) && break
-		kill -0 $vpid 2>/dev/null || break
-		sleep 0.5
-	done
-	((req > 500)) || { cat $inner.out; fail "no load on the bridge ($req requests)"; return; }
+	local qpid vpid
+	br_inner br-vmm-kill load "" $((BR_T_UP + BR_T_LOAD + BR_T_GONE + 60))
+	br_step "boot: QEMU start to the second-level guest's init with virtio_blk loaded" \
+		$BR_T_UP br_have ready || return
+	br_step "load: 500 requests through vhost-blk" $BR_T_LOAD br_loaded || return
 	qpid=$(pgrep -f "^qemu-system-x86_64 .*path=$BR_SOCK") || { fail "no QEMU for $BR_SOCK"; return; }
-	note "killing QEMU (pid $qpid) with $(br_vring 0 inflight)+$(br_vring 1 inflight) requests in flight after $req"
-	kill -9 $qpid
-	wait $vpid 2>/dev/null
-	for ((i = 0; i < 100; i++)); do
-		grep -q "connection closed" "$BR_LOG" && break
-		sleep 0.1
-	done
-	grep -q "connection closed" "$BR_LOG" || fail "the bridge did not notice the VMM's death" || return
+	note "killing QEMU (pid $qpid) with $(br_vring 0 inflight)+$(br_vring 1 inflight) requests in flight after $(($(br_vring 0 requests) + $(br_vring 1 requests)))"
+	kill -9 "$qpid"
+	vpid=$BR_VPID BR_VPID=""
+	br_step "QEMU gone" $BR_T_GONE br_gone "$vpid" || return
+	wait "$vpid"
+	br_step "the bridge notices the VMM's death" $BR_T_GONE grep -q "connection closed" "$BR_LOG" || return
 	kill -0 "$BR_PID" 2>/dev/null || fail "the bridge died with its VMM" || return
 	br_stats || return
 	expect_eq "kernel device after the disconnect (running)" "$(br_get running)" 0 || return

@@ -9,6 +9,8 @@
 #                         write "done", wait for "go2" (the bridge restarts
 #                         in between), then read everything back and verify
 #   inner-blk.sh load     random writes until the VMM is killed
+# Its root is vm/initramfs.sh's archive: what this script runs must be in it.
+# The output says when (seconds since boot) each step started.
 set -uo pipefail
 mode=${1:?usage: inner-blk.sh verify|load}
 run=/run/vstor
@@ -24,10 +26,14 @@ wait_for() { # wait_for FILE: up to 300 s
 	return 1
 }
 
+up() { cut -d' ' -f1 /proc/uptime; }
+
+echo "inner: running $mode at $(up) s"
 [[ -b $dev ]] || { echo "inner: no $dev"; exit 1; }
 ncpu=$(nproc)
-echo "inner: $dev $(cat /sys/block/vda/size) sectors, $(ls /sys/block/vda/mq | wc -l) hw queues, $ncpu vCPUs, serial $(cat /sys/block/vda/serial)"
-for q in /sys/block/vda/mq/*; do
+hwq=(/sys/block/vda/mq/*)
+echo "inner: $dev $(cat /sys/block/vda/size) sectors, ${#hwq[@]} hw queues, $ncpu vCPUs, serial $(cat /sys/block/vda/serial)"
+for q in "${hwq[@]}"; do
 	echo "inner: queue ${q##*/} cpu_list $(cat "$q/cpu_list")"
 done
 
@@ -35,6 +41,7 @@ case $mode in
 verify)
 	echo ready >$run/ready
 	wait_for go || exit 1
+	echo "inner: fio verify at $(up) s"
 	rc=0
 	# One job per vCPU, each on its own 8 MiB, so both queues carry I/O;
 	# fio reads every block back and checks its crc32c.
@@ -43,17 +50,18 @@ verify)
 		--numjobs="$ncpu" --cpus_allowed=0-$((ncpu - 1)) --cpus_allowed_policy=split \
 		--verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting \
 		>$run/fio.out 2>$run/fio.err || rc=$?
-	echo "inner: fio exit $rc"
+	echo "inner: fio exit $rc at $(up) s"
 	cat $run/fio.err
 	echo $rc >$run/done
 	# Meanwhile the test guest restarts the bridge; QEMU reconnects.
 	wait_for go2 || exit 1
 	((rc == 0)) || exit "$rc"
+	echo "inner: fio --verify_only at $(up) s"
 	fio --name=verify --filename=$dev --direct=1 --ioengine=io_uring \
 		--rw=randwrite --bs=4k --iodepth=8 --size=8M --offset_increment=8M \
 		--numjobs="$ncpu" --verify=crc32c --verify_fatal=1 --verify_only \
 		--group_reporting >$run/fio2.out 2>$run/fio2.err || rc=$?
-	echo "inner: after the reconnect, fio --verify_only exit $rc"
+	echo "inner: after the reconnect, fio --verify_only exit $rc at $(up) s"
 	cat $run/fio2.err
 	exit "$rc"
 	;;
