@@ -63,10 +63,10 @@ test-debug:
 	tests/run.sh --debug guest
 
 # make bench B="poll pt" ARGS="--runtime 2 --reps 1": bench/run.sh ARGS B
-# (all benchmarks when B is empty). fio is built only when pt runs.
+# (all benchmarks when B is empty). fio is built only when pt or bridge runs.
 B ?=
 ARGS ?=
-bench: kernel tools $(if $(or $(filter pt,$(B)),$(if $(strip $(B)),,all)),fio)
+bench: kernel tools $(if $(or $(filter pt bridge,$(B)),$(if $(strip $(B)),,all)),fio)
 	bench/run.sh $(ARGS) $(B)
 
 clean:

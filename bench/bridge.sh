@@ -18,6 +18,8 @@ cpus=2 runtime=6 reps=2 qd="1 16"
 bench_opts "cpus runtime reps qd flavor" "$@"
 bench_need "$BUILD/tools/vhost-blk-bridge" "run make tools"
 bench_checked
+# The second-level guest's root (vm/initramfs.sh; a no-op when up to date).
+"$TOP/vm/initramfs.sh" --flavor guest
 # The first-level guest: 3 GiB, of which the second-level guest takes 1 GiB.
 # It outlives the second-level guest's own timeout (3000 s).
 bench_vm --cpus "$cpus" --mem 3G --no-disk --timeout 3600 \

@@ -36,12 +36,14 @@ cd /run/vstor || exit 1
 # Modules of the booted kernel (virtio_blk, ...): modprobe applies their
 # options from the kernel command line (virtio_blk.num_poll_queues=N).
 if [ -s modroot ] && [ -s modules ]; then
+	# shellcheck disable=SC2046 # the file holds module names, one word each
 	modprobe -d "$(cat modroot)" -a $(cat modules) >>output 2>&1 ||
 		echo "guest-init: cannot load modules: $(cat modules)" >>output
 fi
 
 /bin/bash /run/vstor/cmd >>output 2>&1
 echo $? >status
+# shellcheck disable=SC2094 # the command dmesg into the file dmesg
 dmesg >dmesg 2>/dev/null
 sync
 echo b >/proc/sysrq-trigger

@@ -187,7 +187,7 @@ if [[ -z $accel ]]; then
 fi
 case $accel in
 kvm) accel_args=(-accel kvm -cpu host) ;;
-tcg) accel_args=(-accel tcg,thread=multi -cpu max) ;;
+tcg) accel_args=(-accel "tcg,thread=multi" -cpu max) ;;
 *) die "VM_ACCEL must be kvm or tcg" ;;
 esac
 
@@ -308,7 +308,7 @@ cmdline+=" rcupdate.rcu_cpu_stall_timeout=60 brd.rd_nr=0 null_blk.nr_devices=0$a
 machine=(-machine pc)
 if ((sharedmem)); then
 	machine=(-object "memory-backend-memfd,id=mem,size=$mem,share=on"
-		-machine pc,memory-backend=mem)
+		-machine "pc,memory-backend=mem")
 fi
 qemu=(qemu-system-x86_64 "${machine[@]}" "${accel_args[@]}" -smp "$cpus" -m "$mem"
 	"${minimal_args[@]}" -display none -no-reboot -monitor none -serial "pipe:$sockdir/console"

@@ -6,8 +6,12 @@
 
 # The guest this suite boots (vm/vm.sh options) and what it needs built.
 SUITE_VM=(--cpus 2 --no-disk --append "brd.rd_nr=2 brd.rd_size=262144")
-SUITE_NEEDS=(kernel tools)
+SUITE_NEEDS=(kernel tools fio initramfs)
 SUITE_ORDER=90
+# The nested tests run their steps with limits of their own (BR_T_*); these
+# cover the sum with margin.
+timeout_br_nested=900
+timeout_br_vmm_kill=600
 
 BRIDGE=$TOOLS/vhost-blk-bridge
 VUB=$TOP/tests/tools/vub_test.py

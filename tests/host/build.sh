@@ -6,7 +6,7 @@
 
 SUITE_ORDER=0
 SUITE_FATAL=1
-TESTS=(deps tree roundtrip kernel tools fio)
+TESTS=(deps tree roundtrip kernel tools fio initramfs)
 
 desc_deps="Debian packages installed (scripts/setup.sh)"
 timeout_deps=1800
@@ -30,3 +30,6 @@ tools() { make -s -C "$TOP" tools WERROR=1; }
 desc_fio="fio with cmd_type=vblk builds: Debian's fio 3.33 source + tools/fio (scripts/build-fio.sh)"
 timeout_fio=1800
 fio() { "$TOP/scripts/build-fio.sh"; }
+
+desc_initramfs="the root of second-level guests builds from the guest kernel's modules, fio and the host's programs (vm/initramfs.sh)"
+initramfs() { "$TOP/vm/initramfs.sh" --flavor guest; }
