@@ -10,8 +10,8 @@ SUITE_NEEDS=(kernel tools fio initramfs)
 SUITE_ORDER=90
 # The nested tests run their steps with limits of their own (BR_T_*); these
 # cover the sum with margin.
-timeout_br_nested=900
-timeout_br_vmm_kill=600
+timeout_br_nested=1500
+timeout_br_vmm_kill=900
 
 BRIDGE=$TOOLS/vhost-blk-bridge
 VUB=$TOP/tests/tools/vub_test.py
@@ -183,15 +183,15 @@ br_failing() {
 # this boot's run directory, which the host keeps.
 BR_NEST=/run/vstor/nested
 BR_INITRAMFS=${BUILD:-$TOP/build}/initramfs/nested-guest.cpio
-# Limits of the steps, in seconds: about 3 times what each took on the
-# 2-core build machine (in brackets), so that a slower or busier host passes
-# and a hang fails its step, with the logs. br_nested needs at most the sum
-# of its four (10 min), br_vmm_kill about 6 min.
-BR_T_UP=240        # vm.sh started -> the guest's init loaded virtio_blk, "ready" (75 s)
-BR_T_FIO=180       # "go" -> fio verify done in the guest, "done" (52 s)
+# Limits of the steps, in seconds: 3 to 4 times the longest each took in
+# four runs on the 2-core build machine (in brackets), so that a slower or
+# busier host passes and a hang fails its step, with the logs. br_nested
+# needs at most the sum of its four (19 min), br_vmm_kill about 10 min.
+BR_T_UP=450        # vm.sh started -> the guest's init loaded virtio_blk, "ready" (75-129 s)
+BR_T_FIO=360       # "go" -> fio verify done in the guest, "done" (52-91 s)
 BR_T_RECONNECT=60  # restarted bridge up -> QEMU runs the device on it again (1 s)
-BR_T_END=120       # "go2" -> the guest read the data back and powered off (32 s)
-BR_T_LOAD=60       # "ready" -> 500 requests through vhost-blk (15 s)
+BR_T_END=240       # "go2" -> the guest read the data back and powered off (32-52 s)
+BR_T_LOAD=120      # "ready" -> 500 requests through vhost-blk (15-31 s)
 BR_T_GONE=30       # QEMU SIGKILLed -> vm.sh done, the bridge noticed (1 s each)
 
 # br_inner NAME MODE CHARDEV-OPTS TIMEOUT: boot a second-level guest in the
