@@ -8,8 +8,9 @@ SUITE_ORDER=5
 SUITE_NEEDS=(deps)
 SUITE_TIMEOUT=120
 
-# Every tracked or new (not ignored) file that is a shell script: *.sh, or
-# a bash or sh shebang.
+# Every file of the work tree outside what .gitignore ignores that is a
+# shell script: *.sh, or a bash or sh shebang. Listed with find, not git:
+# the plan is made before the build step that installs git.
 TESTS=()
 while IFS= read -r _f; do
 	case $_f in
@@ -17,7 +18,8 @@ while IFS= read -r _f; do
 	*.py | *.c | *.h | *.md | *.patch | *.config | *.txt | *.json | Makefile | */Makefile) ;;
 	*) [[ $(head -c 64 "$TOP/$_f" 2>/dev/null) =~ ^\#!\ ?/(usr/)?bin/(env\ )?(ba)?sh ]] && TESTS+=("$_f") ;;
 	esac
-done < <(git -C "$TOP" ls-files --cached --others --exclude-standard 2>/dev/null | sort -u)
+done < <(cd "$TOP" && find . \( -path ./.git -o -path ./build -o -path ./out -o -name __pycache__ \) -prune \
+	-o -type f ! -name '*.o' -printf '%P\n' | LC_ALL=C sort)
 unset _f
 
 suite_run() {
