@@ -1,12 +1,13 @@
 # The runner checks itself: it runs tests/run.sh on the self-test suites in
 # tests/selftest (tests that pass, fail, skip, time out, exit early, warn in
 # the kernel log, panic the guest, or never print a plan) and checks that
-# every one is counted, numbered against the plan, and judged right.
+# every one is counted, numbered against the plan, and judged right; and
+# that the plan can be made on a bare Debian, before anything is installed.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
 SUITE_ORDER=40
 SUITE_NEEDS=(kernel)
-TESTS=(host_outcomes selection guest_warning_timeout guest_panic guest_no_plan)
+TESTS=(host_outcomes selection plan_bare_system guest_warning_timeout guest_panic guest_no_plan)
 timeout_guest_warning_timeout=600
 timeout_guest_panic=600
 timeout_guest_no_plan=600
@@ -52,6 +53,52 @@ selection() {
 	expect_lines $out "suite fake has no test 'nosuch'" || return
 	selftest $out --list fake || { cat $out; fail "--list fake failed"; return; }
 	expect_lines $out '^  fake:sleeps_past_timeout +outlives its 2 s timeout$' '^5 tests$'
+}
+
+desc_plan_bare_system="the plan is the same with only a minimal Debian's programs installed (it is made before build:deps installs anything)"
+plan_bare_system() {
+	local d=/tmp/vstor-selftest-bare out=/tmp/vstor-selftest-bare.out
+	rm -rf $d && mkdir -p $d/real-bin $d/real-sbin $d/bin $d/sbin $d/empty || return
+	"$TOP/tests/run.sh" --list >$out.full 2>&1 || { cat $out.full; fail "--list failed"; return; }
+	unshare --mount --propagation private bash -c "$(declare -f bare_list); bare_list $d $TOP" >$out 2>&1 ||
+		{ cat $out; fail "--list failed on the minimal system"; return; }
+	diff -u $out.full $out || fail "the plan differs on the minimal system"
+}
+
+# bare_list DIR TOP: in a mount namespace of its own, hide every program
+# but those of the packages mmdebstrap --variant=minbase installs (the
+# Essential packages, apt, what they depend on, and awk), then list the
+# plan.
+bare_list() {
+	local d=$1 top=$2 pkg f sub
+	local -a roots
+	set -e
+	mount --bind /usr/bin "$d/real-bin"
+	mount --bind /usr/sbin "$d/real-sbin"
+	mapfile -t roots < <(dpkg-query -W -f '${Package} ${Essential}\n' | awk '$2 == "yes" { print $1 }')
+	roots+=(apt "$(dpkg -S "$(readlink -f /usr/bin/awk)" | cut -d: -f1)")
+	for pkg in $(apt-cache depends --recurse --installed --no-recommends --no-suggests \
+		--no-conflicts --no-breaks --no-replaces --no-enhances "${roots[@]}" | grep -v '^[ <]' | sort -u); do
+		while IFS= read -r f; do
+			case $f in
+			/usr/bin/* | /bin/*) sub=bin ;;
+			*) sub=sbin ;;
+			esac
+			[[ -f $d/real-$sub/${f##*/} ]] && ln -sf "$d/real-$sub/${f##*/}" "$d/$sub/"
+		done < <(dpkg -L "$pkg" 2>/dev/null | grep -E '^(/usr)?/s?bin/[^/]+$')
+	done
+	# alternatives (awk) that lead to a kept program
+	for f in "$d"/real-bin/*; do
+		[[ $(readlink "$f") == /etc/alternatives/* && -e $d/bin/$(basename "$(readlink -f "$f")") ]] &&
+			ln -sf "$f" "$d/bin/"
+	done
+	mount --bind "$d/empty" /usr/local
+	"$d/real-bin/mount" --bind "$d/bin" /usr/bin
+	"$d/real-bin/mount" --bind "$d/sbin" /usr/sbin
+	[[ -x /usr/bin/bash && -x /usr/bin/awk && ! -e /usr/bin/git && ! -e /usr/bin/python3 ]] ||
+		{ echo "the minimal system is not what it should be (bash and awk, no git, no python3)"; return 1; }
+	cd "$top"
+	env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin tests/run.sh --list
 }
 
 desc_guest_warning_timeout="in a guest: a kernel warning fails a passing test, a test past its timeout is killed and fails, the next test runs"
