@@ -124,7 +124,8 @@ while IFS= read -r -d '' f; do
 	files+=("$f")
 done < <(find "$modroot" -type f -print0)
 
-# Up to date? The same files, sizes and modification times as last time.
+# Up to date? The same files, with the same contents (ours) or sizes and
+# modification times (the host's), as last time.
 inputs=$(describe "${files[@]}")
 if [[ -s $out && -f $out.inputs && $(cat "$out.inputs") == "$inputs" ]]; then
 	log "initramfs $out is up to date"
@@ -171,7 +172,7 @@ printf 'root:x:0:\n' >"$stage/etc/group"
 # Every program must start in the new root (a missing library shows here,
 # on the host, rather than minutes into a nested boot).
 if ! chk=$(chroot "$stage" /bin/sh -c 'set -e; fio --version; modprobe --version | grep -q kmod
-	/usr/bin/python3 -c "import json, errno, os, sys; print(json.dumps(1))"; nproc; cat /dev/null
+	/usr/bin/python3 -c "import '"$PY_IMPORTS"'; print(json.dumps(1))"; nproc; cat /dev/null
 	bash -c "hostname >/dev/null"' 2>&1); then
 	die "the archive's programs do not run: $chk"
 fi
