@@ -141,6 +141,52 @@ vb_kill() {
 	vhost_blk_load
 }
 
+# A memory-backed null_blk with a 16 MiB volatile write cache and no FUA
+# (configfs: cache_size, fua=0): the block layer turns a FUA write into a
+# write and a flush, and every flush the disk executes counts in field 16 of
+# /sys/block/vbcache/stat (Documentation/block/stat.rst). Made once per boot.
+VB_CACHE=/sys/kernel/config/nullb/vbcache
+vb_cache_disk() {
+	mountpoint -q /sys/kernel/config || mount -t configfs configfs /sys/kernel/config || return
+	if [[ ! -d $VB_CACHE ]]; then
+		mkdir $VB_CACHE || fail "cannot create a null_blk through configfs" || return
+		echo 256 >$VB_CACHE/size && echo 1 >$VB_CACHE/memory_backed &&
+			echo 16 >$VB_CACHE/cache_size && echo 0 >$VB_CACHE/fua &&
+			echo 1 >$VB_CACHE/power || fail "cannot configure the null_blk" || return
+		udevadm settle 2>/dev/null || true
+	fi
+	[[ -b /dev/vbcache ]] || fail "no /dev/vbcache" || return
+	expect_eq "vbcache write cache" "$(cat /sys/block/vbcache/queue/write_cache)" "write back"
+}
+vb_flushes() { awk '{ print $16 }' /sys/block/vbcache/stat; }
+
+# vb_writes_flush WHAT MIN MAX ARGS...: 64 writes, one at a time (the block
+# layer lets one flush serve concurrent FUA writes), through vhost_blk_test
+# bench with ARGS; the flushes vbcache executed meanwhile must be in MIN-MAX.
+vb_writes_flush() {
+	local what=$1 min=$2 max=$3 f0 f1
+	shift 3
+	f0=$(vb_flushes)
+	vbt --mode bench --rw randwrite --ios 64 --qd 1 "$@" || return
+	f1=$(vb_flushes)
+	note "$what: $((f1 - f0)) flushes for 64 writes"
+	((f1 - f0 >= min && f1 - f0 <= max)) ||
+		fail "$what: $((f1 - f0)) flushes for 64 writes, want $min-$max"
+}
+
+desc_vb_wcache="write-cache contract, backend with a volatile cache: without VIRTIO_BLK_F_FLUSH each write is durable when completed (block device and file on ext4), with it writes send no flush"
+vb_wcache() {
+	vhost_blk_load || return
+	vb_cache_disk || return
+	vb_writes_flush "block device, FLUSH negotiated" 0 0 --backend /dev/vbcache || return
+	vb_writes_flush "block device, no FLUSH" 64 128 --backend /dev/vbcache --no-flush || return
+	local mnt=/tmp/vb-cache
+	ext4_on /dev/vbcache $mnt || return
+	fallocate -l 16M $mnt/disk.img && sync || return
+	vb_writes_flush "file on ext4, no FLUSH" 64 1000 --backend $mnt/disk.img --no-flush || return
+	umount $mnt
+}
+
 desc_vb_unload="after all of the above, vhost_blk unloads and loads again"
 vb_unload() {
 	mountpoint -q $VB_MNT && umount $VB_MNT
@@ -149,4 +195,4 @@ vb_unload() {
 	vhost_blk_load
 }
 
-TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_kill vb_unload)
+TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_kill vb_wcache vb_unload)
