@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Check the series the way a maintainer would: every patch passes
 # checkpatch.pl --strict, and the guest kernel builds (without new warnings)
-# at every patch, not just at the top.
+# at every patch, not just at the top, and sparse (make C=2) finds nothing
+# in the lines the patch adds to the C files it touches.
 #   scripts/check-series.sh checkpatch [PATCH...]   default: every patch
 #   scripts/check-series.sh build [N...]            default: every commit
 #   scripts/check-series.sh [all]                   both
@@ -36,6 +37,35 @@ checkpatch() { # checkpatch PATCH
 	fi
 }
 
+# sparse_at COMMIT OBJ: run sparse (make C=2) on every C file COMMIT changes
+# that this configuration builds; fails on a sparse warning or error in a
+# line COMMIT adds to any file it changes. Lines it leaves alone keep
+# whatever sparse says about them upstream.
+sparse_at() {
+	local c=$1 obj=$2 f bad
+	command -v sparse >/dev/null || { echo "  sparse is not installed (scripts/setup.sh installs it)"; return 1; }
+	: >"$obj/sparse.log"
+	while read -r f; do
+		[[ $f == *.c && -f $obj/${f%.c}.o ]] || continue
+		make -C "$KSRC" O="$obj" CC="ccache gcc" C=2 "${f%.c}.o" >>"$obj/sparse.log" 2>&1 || return 1
+	done < <(git -C "$KSRC" diff-tree --no-commit-id --name-only -r "$c")
+	# FILE:LINE of every line the commit adds, then the sparse messages on them.
+	git -C "$KSRC" diff -U0 "$c~1" "$c" | awk '
+		/^\+\+\+ b\// { file = substr($0, 7) }
+		/^@@ / { split($3, a, ","); n = (a[2] == "" ? 1 : a[2]); s = substr(a[1], 2)
+			for (i = 0; i < n; i++) print file ":" s + i }' >"$obj/sparse.added"
+	bad=$(awk -v ksrc="$KSRC/" '
+		NR == FNR { want[$0] = 1; next }
+		/: (warning|error): / {
+			split($1, p, ":"); f = p[1]
+			if (index(f, ksrc) == 1) f = substr(f, length(ksrc) + 1)
+			sub(/^(\.\.\/)+(linux\/)?/, "", f)
+			if ((f ":" p[2]) in want) print }' "$obj/sparse.added" "$obj/sparse.log")
+	[[ -z $bad ]] && return 0
+	printf '%s\n' "$bad" | sed 's/^/  sparse: /'
+	return 1
+}
+
 build_at() { # build_at N: build the guest configuration at commit N
 	local c subj start obj=$BUILD/obj-bisect
 	c=$(git -C "$KSRC" rev-list --reverse base..HEAD | sed -n "${1}p")
@@ -47,9 +77,10 @@ build_at() { # build_at N: build the guest configuration at commit N
 	cp "$cfg" "$obj/.config"
 	if make -C "$KSRC" O="$obj" CC="ccache gcc" olddefconfig >"$obj/config.log" 2>&1 &&
 		make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$(nproc)" bzImage modules >"$obj/bisect.log" 2>&1 &&
-		! grep -q 'warning:' "$obj/bisect.log"; then
+		! grep -q 'warning:' "$obj/bisect.log" &&
+		sparse_at "$c" "$obj"; then
 		echo "builds: $1 $subj: ok"
-		log "built in $((SECONDS - start)) s"
+		log "built and checked in $((SECONDS - start)) s"
 	else
 		grep -E 'error|warning' "$obj/bisect.log" | head -20 | sed 's/^/  /'
 		echo "builds: $1 $subj: FAILED"

@@ -5,12 +5,13 @@
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
 # The guest this suite boots (vm/vm.sh options) and what it needs built.
-SUITE_VM=(--cpus 2 --disk file:queues=2 --disk file --disk file:ro --append virtio_blk.num_poll_queues=1)
+SUITE_VM=(--cpus 2 --disk file:queues=2 --disk file --disk file:ro --disk file:bus=nvme
+	--append virtio_blk.num_poll_queues=1)
 SUITE_NEEDS=(kernel tools fio)
 
 TESTS=(pt_node pt_info pt_get_id pt_cross_check pt_polled_no_irq
 	pt_segments pt_ranges pt_hostile pt_perms pt_readonly pt_concurrent
-	pt_queue_full pt_cancel pt_poll_runtime pt_fio_verify pt_fio_cross
+	pt_queue_full pt_late_sqe pt_cancel pt_poll_runtime pt_fio_verify pt_fio_cross
 	pt_fio_trim_flush pt_compat32 pt_unplug)
 
 PT=$TOOLS/vblk_pt
@@ -383,6 +384,31 @@ pt_queue_full_body() {
 
 # busy_requests DISK: requests the disk's hardware queues hold.
 busy_requests() { cat /sys/kernel/debug/block/"$1"/hctx*/busy | wc -l; }
+
+desc_pt_late_sqe="linked and drained commands (issued after the submission returned: chains, all drained, a chain whose last command is drained) run from their own copy of the SQE: the SQ ring is overwritten right after each submission, every write lands and reads back, interrupt-driven and polled, on virtio-blk and on NVMe passthrough"
+pt_late_sqe() {
+	local d dev poll flags nvme seed=73 rc=0
+	d=$(pt_disk) || return
+	for nvme in "" -V; do
+		dev=/dev/vblk/$d
+		if [[ $nvme ]]; then
+			dev=$(ls /dev/ng*n1 2>/dev/null | head -n 1)
+			[[ -c $dev ]] || fail "no NVMe generic device" || return
+		fi
+		for poll in "" -P; do
+			for flags in -L -D "-L -D" "-L -d"; do
+				# shellcheck disable=SC2086 # option lists
+				pt $nvme $poll $flags -Z -p $seed -s 2000000 -l 8192 -q 16 -c 512 "$dev" write ||
+					{ rc=1; note "$dev: writes with $poll $flags -Z failed"; }
+				# shellcheck disable=SC2086
+				pt $nvme $poll -p $seed -s 2000000 -l 8192 -q 16 -c 512 "$dev" read ||
+					{ rc=1; note "$dev: data of $poll $flags -Z did not read back"; }
+				seed=$((seed + 1))
+			done
+		done
+	done
+	((rc == 0)) || fail "a command read its SQE slot after the submission returned"
+}
 
 desc_pt_cancel="rings that exit or are killed with commands in flight (interrupt and IOPOLL) leak nothing and leave the disk usable"
 pt_cancel() {

@@ -9,19 +9,21 @@ SUITE_NEEDS=(kernel tools)
 
 TESTS=(repoll_initial repoll_set repoll_bad_input repoll_hipri_0_to_m
 	repoll_idle_poller repoll_flip_under_load repoll_flip_polled_load
-	repoll_to_zero_hipri_ring repoll_concurrent_writers repoll_remove_race
+	repoll_to_zero_hipri_ring repoll_concurrent_writers repoll_stuck_kill
+	repoll_resize_race repoll_remove_race
 	repoll_hot_unplug)
 
 rp_disk() { disk_by_serial vstor0; }
 rp_attr() { echo "/sys/block/$1/num_poll_queues"; }
 
-# rp_set DISK N: set and check the split.
+# rp_set DISK N [QUEUES]: set and check the split of a disk with QUEUES
+# queues (4, vstor0's).
 rp_set() {
 	local r
 	r=$(sysfs_write "$(rp_attr "$1")" "$2")
 	expect_eq "write $2" "$r" OK || return
 	expect_eq "read back" "$(cat "$(rp_attr "$1")")" "$2" || return
-	expect_types "$1" $((4 - $2)) "$2"
+	expect_types "$1" $((${3:-4} - $2)) "$2"
 }
 
 desc_repoll_initial="each disk has num_poll_queues, 0 when probed without poll queues"
@@ -207,6 +209,91 @@ repoll_concurrent_writers() {
 	note "final value $n"
 	expect_types "$d" $((4 - n)) "$n" || return
 	quick_verify "$d" 0
+}
+
+# rp_throttle IOPS: limit vstor1 (QEMU device vdisk1) to IOPS requests per
+# second; 0 lifts the limit.
+rp_throttle() {
+	host_qmp '{"execute": "block_set_io_throttle", "arguments": {"id": "/machine/peripheral/vdisk1/virtio-backend",
+		"bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": '"$1"', "iops_rd": 0, "iops_wr": 0}}' >/dev/null ||
+		fail "QMP block_set_io_throttle $1 refused"
+}
+
+# rp_gone PID SECS: PID has exited within SECS seconds.
+rp_gone() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		[[ -e /proc/$1 ]] || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+desc_repoll_stuck_kill="a change waiting for a disk that stopped completing (QEMU throttled to 1 IOPS, 32 reads queued) dies on SIGKILL within 5 s; the split is unchanged and the disk works once the host lets I/O through"
+repoll_stuck_kill() {
+	local d a fpid wpid st
+	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
+	a=$(rp_attr "$d")
+	rp_set "$d" 0 2 || return
+	rp_throttle 1 || return
+	fio --name=st --filename="/dev/$d" --ioengine=libaio --direct=1 --rw=randread \
+		--bs=4k --iodepth=32 --number_ios=32 --size=64M >/tmp/st.out 2>&1 &
+	fpid=$!
+	sleep 2
+	# The write is this bash's own write(2), so SIGKILL reaches the writer.
+	bash -c "echo 1 >$a" 2>/tmp/st.err &
+	wpid=$!
+	sleep 3
+	st=$(awk '{ print $3 }' /proc/$wpid/stat 2>/dev/null)
+	note "writer after 3 s: state ${st:-gone}"
+	if [[ -z $st ]]; then
+		rp_throttle 0
+		wait $fpid
+		fail "the change finished while the disk was not completing"
+		return
+	fi
+	kill -9 $wpid
+	if ! rp_gone $wpid 5; then
+		note "writer's stack: $(tr '\n' ' ' </proc/$wpid/stack 2>/dev/null)"
+		rp_throttle 0
+		rp_gone $wpid 60
+		wait $fpid
+		fail "the writer did not die within 5 s of SIGKILL"
+		return
+	fi
+	wait $wpid 2>/dev/null
+	expect_eq "after the kill" "$(cat "$a")" 0 || { rp_throttle 0; return; }
+	expect_types "$d" 2 0 || { rp_throttle 0; return; }
+	rp_throttle 0 || return
+	rp_gone $fpid 60 || fail "fio still running 60 s after the limit went" || return
+	wait $fpid || fail "fio failed: $(tail -n 3 /tmp/st.out)" || return
+	rp_set "$d" 1 2 && quick_verify "$d" 1 >/dev/null && rp_set "$d" 0 2
+}
+
+desc_repoll_resize_race="QMP block_resize racing back-to-back poll-queue changes: the guest sees every new capacity within 3 s"
+repoll_resize_race() {
+	local d a wpid i k size lost=0 got
+	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
+	a=$(rp_attr "$d")
+	sysfs_write_loop "$a" 1 0 >/tmp/rr.out 2>&1 &
+	wpid=$!
+	for ((i = 1; i <= 20; i++)); do
+		size=$(((1024 + i) << 20))
+		host_qmp '{"execute": "block_resize", "arguments": {"node-name": "d1", "size": '$size'}}' >/dev/null ||
+			{ kill $wpid; fail "block_resize to $size refused"; return; }
+		for ((k = 0; k < 30; k++)); do
+			got=$(($(cat "/sys/block/$d/size") * 512))
+			((got == size)) && break
+			sleep 0.1
+		done
+		((got == size)) || { lost=$((lost + 1)); note "resize $i to $size: the guest still sees $got"; }
+	done
+	kill $wpid
+	wait $wpid 2>/dev/null
+	note "poll-queue changes meanwhile: $(sort /tmp/rr.out | uniq -c | tr '\n' ' ')"
+	grep -qv '^OK$' /tmp/rr.out && fail "a change failed: $(sort -u /tmp/rr.out | tr '\n' ' ')" && return
+	((lost == 0)) || fail "$lost of 20 resizes were not seen" || return
+	rp_set "$d" 0 2
 }
 
 desc_repoll_remove_race="changes racing with unbinding the device: no crash, disk comes back"

@@ -1,5 +1,6 @@
 # Series hygiene, one test per patch: checkpatch.pl --strict, and a build of
-# the guest kernel at that patch (scripts/check-series.sh). The tests are
+# the guest kernel at that patch with sparse on the lines it adds
+# (scripts/check-series.sh). The tests are
 # made from kernel/patches/series: checkpatch_NNNN and builds_NNNN for the
 # patch numbered NNNN.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
@@ -18,7 +19,7 @@ for _p in "${SERIES_PATCHES[@]}"; do
 done
 for _p in "${SERIES_PATCHES[@]}"; do
 	TESTS+=("builds_${_p%%-*}")
-	declare "desc_builds_${_p%%-*}=the guest kernel builds without warnings at $_p"
+	declare "desc_builds_${_p%%-*}=the guest kernel builds without warnings at $_p, sparse-clean in its lines"
 	# The first build after the guest kernel's fills build/obj-bisect.
 	declare "timeout_builds_${_p%%-*}=1800"
 done

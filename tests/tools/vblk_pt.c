@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <linux/nvme_ioctl.h>
 #include <linux/virtio_blk_cmd.h>
 
 #define PAGE 4096
@@ -87,6 +88,12 @@ static struct {
 	bool show;
 	const char *wait_file;
 	uint64_t window;
+	bool link;
+	bool drain;
+	bool drain_last;
+	bool scribble;
+	bool nvme;
+	uint32_t nsid;
 } o = { .qd = 1, .count = 1, .mode = O_RDWR, .rsv_index = -1, .len = 4096 };
 
 static uint64_t mix(uint64_t x)
@@ -236,6 +243,23 @@ static void prep(struct io_uring_sqe *sqe, int fd, int nr, struct slot *s,
 	struct virtblk_uring_cmd *cmd;
 
 	memset(sqe, 0, o.sqe64 ? 64 : 128);
+	if (o.nvme) {
+		/* NVMe Read (0x02) or Write (0x01) of 512-byte blocks. */
+		struct nvme_uring_cmd *nc = (struct nvme_uring_cmd *)sqe->cmd;
+
+		sqe->opcode = IORING_OP_URING_CMD;
+		sqe->fd = fd;
+		sqe->cmd_op = NVME_URING_CMD_IO;
+		sqe->user_data = index;
+		nc->opcode = is_write(nr) ? 0x01 : 0x02;
+		nc->nsid = o.nsid;
+		nc->addr = (uintptr_t)s->buf;
+		nc->data_len = o.len;
+		nc->cdw10 = (uint32_t)s->sector;
+		nc->cdw11 = (uint32_t)(s->sector >> 32);
+		nc->cdw12 = o.len / 512 - 1;
+		return;
+	}
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = fd;
 	sqe->cmd_op = o.raw_op_set ? o.raw_op : VIRTBLK_U_CMD(nr);
@@ -363,7 +387,16 @@ static void usage(void)
 "  -B         first iovec's base not mapped\n"
 "  -N         64-byte SQEs (no IORING_SETUP_SQE128)\n"
 "  -K         submit, then exit without waiting for completions\n"
-"  -W FILE    open DEV, then wait until FILE exists before the command\n");
+"  -W FILE    open DEV, then wait until FILE exists before the command\n"
+" SQEs that io_uring reads after the submission returned:\n"
+"  -L         link the commands of each submission into one chain\n"
+"  -D         IOSQE_IO_DRAIN on every command\n"
+"  -d         IOSQE_IO_DRAIN on the last command of each submission only\n"
+"             (with -L: the chain's head gets drained after its prep)\n"
+"  -Z         after each submission, overwrite the whole SQ ring with 0xff\n"
+"  -V         DEV is an NVMe generic device (/dev/ngXnY): NVMe reads and\n"
+"             writes of 512-byte blocks instead (OP read or write)\n"
+"             (the kernel must have copied what it still needs)\n");
 	exit(2);
 }
 
@@ -375,7 +408,7 @@ int main(int argc, char **argv)
 	int nr, fd, c, ret, failures = 0, first_bad = 0;
 	unsigned int setup;
 
-	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKvW:w:")) != -1) {
+	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKvW:w:LDdZV")) != -1) {
 		switch (c) {
 		case 's': o.sector = strtoull(optarg, NULL, 0); break;
 		case 'l': o.len = strtoul(optarg, NULL, 0); break;
@@ -408,6 +441,11 @@ int main(int argc, char **argv)
 		case 'v': o.show = true; break;
 		case 'W': o.wait_file = optarg; break;
 		case 'w': o.window = strtoull(optarg, NULL, 0); break;
+		case 'L': o.link = true; break;
+		case 'D': o.drain = true; break;
+		case 'd': o.drain_last = true; break;
+		case 'Z': o.scribble = true; break;
+		case 'V': o.nvme = true; break;
 		default: usage();
 		}
 	}
@@ -443,8 +481,19 @@ int main(int argc, char **argv)
 	nr = op_number(o.op);
 	if (nr < 0)
 		usage();
+	if (o.nvme) {
+		int id = ioctl(fd, NVME_IOCTL_ID);
+
+		if (o.sqe64 || (nr != VIRTBLK_CMD_READ && nr != VIRTBLK_CMD_WRITE))
+			usage();
+		if (id < 0)
+			die("NVME_IOCTL_ID", errno);
+		o.nsid = id;
+	}
 
 	setup = o.sqe64 ? 0 : IORING_SETUP_SQE128;
+	if (o.nvme)
+		setup |= IORING_SETUP_CQE32;
 	if (o.poll)
 		setup |= IORING_SETUP_IOPOLL;
 	ret = io_uring_queue_init(o.qd * 2, &ring, setup);
@@ -469,6 +518,8 @@ int main(int argc, char **argv)
 	}
 
 	while (done < submitted || (submitted < o.count && !failures)) {
+		struct io_uring_sqe *prev = NULL;
+
 		/* After a failure, only collect what is in flight. */
 		while (submitted < o.count && inflight < o.qd && !failures) {
 			unsigned int idx = 0;
@@ -489,12 +540,27 @@ int main(int argc, char **argv)
 				fill_slot(s);
 			sqe = io_uring_get_sqe(&ring);
 			prep(sqe, fd, nr, s, idx);
+			if (o.drain)
+				sqe->flags |= IOSQE_IO_DRAIN;
+			if (o.link && prev)
+				prev->flags |= IOSQE_IO_LINK;
+			prev = sqe;
 			submitted++;
 			inflight++;
 		}
+		if (o.drain_last && prev)
+			prev->flags |= IOSQE_IO_DRAIN;
 		ret = io_uring_submit(&ring);
 		if (ret < 0)
 			die("io_uring_submit", -ret);
+		/*
+		 * The SQ head has moved past every entry: userspace may reuse
+		 * them, and a command issued later from a link, the drain list
+		 * or io-wq that still reads its slot gets all ones (EINVAL).
+		 */
+		if (o.scribble)
+			memset(ring.sq.sqes, 0xff,
+			       (size_t)ring.sq.ring_entries * (o.sqe64 ? 64 : 128));
 		if (o.quit_early) {
 			/* Leave with everything in flight: the ring's exit cleans up. */
 			printf("submitted=%u\n", submitted);
