@@ -1,6 +1,6 @@
 # Entry points; the work is done by scripts/, tests/, bench/ and vm/.
 # `make help` lists them. Everything builds into build/ (ignored by git).
-.PHONY: help setup prepare refresh kernel debug-kernel tools fio check demo test test-debug bench clean
+.PHONY: help setup prepare refresh kernel debug-kernel tools fio check cover demo test test-debug bench clean
 
 help:
 	@echo "make demo          the main job: build, boot the patched guest, show each feature at work (~5 min warm)"
@@ -15,7 +15,8 @@ help:
 	@echo "make debug-kernel  build the debug kernel (build/obj-debug)"
 	@echo "make tools         build vufsd, vhost-blk-bridge and the test programs into build/tools"
 	@echo "make fio           fio 3.33 with virtio-blk passthrough (cmd_type=vblk) into build/fio/fio"
-	@echo "make check         checkpatch --strict on every patch and a build at every patch"
+	@echo "make check         checkpatch --strict on every patch, a build and sparse at every patch"
+	@echo "make cover         the series as three postable groups with cover letters, in build/cover"
 	@echo "make clean         remove build outputs (keeps build/linux, build/results and fio)"
 	@echo "tests/run.sh --list shows every test; Documentation/writing-tests.md explains them"
 
@@ -49,6 +50,9 @@ fio: setup
 
 check: kernel
 	scripts/check-series.sh all
+
+cover: prepare
+	scripts/cover-letters.sh
 
 demo:
 	scripts/demo.sh

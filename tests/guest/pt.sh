@@ -65,7 +65,7 @@ pt_node() {
 	[[ -c /dev/vblk/$d ]] || fail "/dev/vblk/$d not back after bind"
 }
 
-desc_pt_info="GET_INFO (uring_cmd and ioctl) matches sysfs: capacity, block size, segments, poll queues, supported commands"
+desc_pt_info="GET_INFO (uring_cmd and ioctl) matches sysfs: capacity, block size, segments, poll queues, supported commands; a larger caller struct is filled, its tail zeroed, the result is the kernel size (72); below 72 is EINVAL"
 pt_info() {
 	local d u i
 	d=$(pt_disk) || return
@@ -82,7 +82,14 @@ pt_info() {
 		"$(cat "/sys/block/$d/num_poll_queues")" || return
 	# All nine commands; POLL and WRITE_CACHE flags, not READ_ONLY.
 	expect_eq ops "$(info_field "/dev/vblk/$d" ops)" 0x1ff || return
-	expect_eq flags "$(info_field "/dev/vblk/$d" flags)" 0x6
+	expect_eq flags "$(info_field "/dev/vblk/$d" flags)" 0x6 || return
+	# The structure can grow: a caller's larger one is filled and its tail
+	# zeroed, the result is the kernel's size; below the first version's
+	# size is EINVAL.
+	"$PT" -l 4096 "/dev/vblk/$d" info >/tmp/gi.out || fail "GET_INFO with len 4096: $(cat /tmp/gi.out)" || return
+	expect_eq "GET_INFO result with len 4096" "$(sed -n 's/^result=//p' /tmp/gi.out)" 72 || return
+	pt -l 72 "/dev/vblk/$d" info >/dev/null || fail "GET_INFO with len 72 failed" || return
+	pt -l 71 -e EINVAL "/dev/vblk/$d" info >/dev/null || fail "GET_INFO with len 71 was not EINVAL"
 }
 
 desc_pt_get_id="GET_ID returns the serial sysfs shows"
@@ -392,7 +399,7 @@ pt_late_sqe() {
 	for nvme in "" -V; do
 		dev=/dev/vblk/$d
 		if [[ $nvme ]]; then
-			dev=$(ls /dev/ng*n1 2>/dev/null | head -n 1)
+			for dev in /dev/ng*n1; do [[ -c $dev ]] && break; done
 			[[ -c $dev ]] || fail "no NVMe generic device" || return
 		fi
 		for poll in "" -P; do

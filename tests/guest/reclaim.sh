@@ -7,7 +7,7 @@
 # submits I/O to the frozen disk and waits for the change it is part of.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
-SUITE_VM=(--cpus 2 --mem 384M --disk file:queues=2,size=1G)
+SUITE_VM=(--cpus 2 --mem 384M --disk "file:queues=2,size=1G")
 SUITE_NEEDS=(kernel tools)
 
 TESTS=(reclaim_swap_flip)

@@ -7,7 +7,7 @@
 
 SUITE_ORDER=25
 SUITE_NEEDS=(deps kernel)
-TESTS=(series_cases debug_info)
+TESTS=(series_cases cover_letters debug_info)
 
 desc_series_cases="fresh prepare, round trip, a pull with and without local work, stale refresh refused, series comments kept across renames, additions and removals"
 series_cases() {
@@ -20,6 +20,29 @@ series_cases() {
 	((rc == 0)) || fail "series-workflow.sh exited $rc" || return
 	expect_eq "cases passed against the plan" "$oks" "$plan"
 }
+
+desc_cover_letters="make cover: three groups (io_uring, virtio-blk, vhost) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables; the io_uring fix carries Fixes: and Cc: stable"
+cover_letters() {
+	local dir=$BUILD/logs/workflow/cover n total=0 g
+	"$TOP/scripts/cover-letters.sh" "$dir" || fail "cover-letters.sh failed" || return
+	for g in 1-io_uring 2-virtio-blk 3-vhost; do
+		[[ -f $dir/$g/0000-cover-letter.patch ]] || fail "no cover letter for $g" || return
+		grep -q '^base-commit: [0-9a-f]\{40\}$' "$dir/$g/0000-cover-letter.patch" ||
+			fail "$g: no base-commit" || return
+		! grep -q -e 'HERE \*\*\*' -e '@@results' "$dir/$g/0000-cover-letter.patch" ||
+			fail "$g: a placeholder is left" || return
+		n=$(find "$dir/$g" -name '[0-9]*.patch' ! -name '0000-*' | wc -l)
+		total=$((total + n))
+	done
+	expect_eq "patches in the groups" "$total" "$(series_count)" || return
+	grep -q '^| ' "$dir/2-virtio-blk/0000-cover-letter.patch" ||
+		fail "the virtio-blk cover letter quotes no results table" || return
+	grep -q '^Fixes: 5eff57fa9f3a ' "$dir"/1-io_uring/0001-*.patch ||
+		fail "the io_uring fix has no Fixes: line" || return
+	grep -q '^Cc: stable@vger.kernel.org' "$dir"/1-io_uring/0001-*.patch ||
+		fail "the io_uring fix has no Cc: stable"
+}
+series_count() { grep -c '^[0-9]\{4\}-.*\.patch$' "$TOP/kernel/patches/series"; }
 
 desc_debug_info="the debug kernel's debug info decodes a vmlinux and a virtio_blk address to file:line (faddr2line); skipped on the guest kernel, which has none"
 debug_info() {

@@ -94,6 +94,7 @@ static struct {
 	bool scribble;
 	bool nvme;
 	uint32_t nsid;
+	bool len_set;
 } o = { .qd = 1, .count = 1, .mode = O_RDWR, .rsv_index = -1, .len = 4096 };
 
 static uint64_t mix(uint64_t x)
@@ -276,8 +277,11 @@ static void prep(struct io_uring_sqe *sqe, int fd, int nr, struct slot *s,
 		cmd->len = o.segs ? o.segs : 1;
 	} else if (has_buffer(nr)) {
 		cmd->addr = (uintptr_t)s->buf;
-		cmd->len = nr == VIRTBLK_CMD_GET_INFO ?
+		cmd->len = nr == VIRTBLK_CMD_GET_INFO && !o.len_set ?
 			   sizeof(struct virtblk_info) : o.len;
+		/* GET_INFO must zero what it does not fill: make that visible. */
+		if (nr == VIRTBLK_CMD_GET_INFO)
+			memset(s->buf, 0xaa, cmd->len);
 	}
 	if (o.unmapped_buf || o.unmapped_iov_base) {
 		void *hole = mmap(NULL, PAGE, PROT_NONE,
@@ -371,7 +375,8 @@ static void usage(void)
 "usage: vblk_pt [options] DEV OP\n"
 "  OP: info ioctl-info read write readv writev flush discard write-zeroes\n"
 "      get-id bdev-read bdev-write\n"
-"  -s SECTOR  first sector (512 B)       -l LEN     bytes per command (4096)\n"
+"  -s SECTOR  first sector (512 B)       -l LEN     bytes per command (4096;\n"
+"                                          info: the struct's size)\n"
 "  -n SECTORS discard/write-zeroes range -f FLAGS   command flags\n"
 "  -S SEGS    vectored: SEGS iovecs, each in its own page\n"
 "  -p SEED    write the pattern / verify what was read\n"
@@ -411,7 +416,7 @@ int main(int argc, char **argv)
 	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKvW:w:LDdZV")) != -1) {
 		switch (c) {
 		case 's': o.sector = strtoull(optarg, NULL, 0); break;
-		case 'l': o.len = strtoul(optarg, NULL, 0); break;
+		case 'l': o.len = strtoul(optarg, NULL, 0); o.len_set = true; break;
 		case 'n': o.nr_sectors = strtoul(optarg, NULL, 0); break;
 		case 'f': o.flags = strtoul(optarg, NULL, 0); break;
 		case 'S': o.segs = strtoul(optarg, NULL, 0); break;
@@ -591,6 +596,17 @@ int main(int argc, char **argv)
 			if (res >= 0 && o.show && nr == VIRTBLK_CMD_GET_ID)
 				printf("id=%.*s\n", VIRTBLK_ID_BYTES,
 				       (char *)s->buf);
+			if (res > 0 && nr == VIRTBLK_CMD_GET_INFO && o.len > (unsigned int)res &&
+			    o.len_set) {
+				for (unsigned int i = res; i < o.len; i++) {
+					if (s->buf[i]) {
+						printf("GET_INFO left byte %u of %u as %#x\n",
+						       i, o.len, s->buf[i]);
+						failures++;
+						break;
+					}
+				}
+			}
 			if (res >= 0 && o.show && nr == VIRTBLK_CMD_GET_INFO)
 				print_info((struct virtblk_info *)s->buf);
 			if (done == 0)
