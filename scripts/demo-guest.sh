@@ -566,7 +566,7 @@ done
 rd /sys/block/ram0/size
 echo "/dev/vhost-blk: $(stat -c '%F, mode %a' /dev/vhost-blk); backend /dev/ram0, $((REPLY / 2048)) MiB"
 echo "vhost_blk_test: ${vb[ios]} reads in ${vb[secs]} s: ${vb[iops]} IOPS, mean ${vb[lat_avg_us]} us, p99 ${vb[lat_p99_us]} us"
-echo "vhost-blk's own per-vring counters (VHOST_BLK_GET_VRING_STATS):"
+echo "vhost-blk's own per-vring counters (the device's fdinfo):"
 printf '%-6s %-7s %10s %8s %7s\n' vring worker requests kicks errors
 printf '%s\n' "${rows[@]}"
 summary "vhost-blk serving /dev/ram0: ${vb[iops]} IOPS, 4k random reads at QD16 on 2 vrings (${vreq[0]} and ${vreq[1]} requests by the device's counters)"

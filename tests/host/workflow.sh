@@ -21,11 +21,11 @@ series_cases() {
 	expect_eq "cases passed against the plan" "$oks" "$plan"
 }
 
-desc_cover_letters="make cover: three groups (io_uring, virtio-blk, vhost) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables; the io_uring fix carries Fixes: and Cc: stable"
+desc_cover_letters="make cover: four groups (io_uring, block, virtio-blk, vhost) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables; the io_uring fix carries Fixes: and Cc: stable"
 cover_letters() {
 	local dir=$BUILD/logs/workflow/cover n total=0 g
 	"$TOP/scripts/cover-letters.sh" "$dir" || fail "cover-letters.sh failed" || return
-	for g in 1-io_uring 2-virtio-blk 3-vhost; do
+	for g in 1-io_uring 2-block 3-virtio-blk 4-vhost; do
 		[[ -f $dir/$g/0000-cover-letter.patch ]] || fail "no cover letter for $g" || return
 		grep -q '^base-commit: [0-9a-f]\{40\}$' "$dir/$g/0000-cover-letter.patch" ||
 			fail "$g: no base-commit" || return
@@ -35,7 +35,7 @@ cover_letters() {
 		total=$((total + n))
 	done
 	expect_eq "patches in the groups" "$total" "$(series_count)" || return
-	grep -q '^| ' "$dir/2-virtio-blk/0000-cover-letter.patch" ||
+	grep -q '^| ' "$dir/3-virtio-blk/0000-cover-letter.patch" ||
 		fail "the virtio-blk cover letter quotes no results table" || return
 	grep -q '^Fixes: 5eff57fa9f3a ' "$dir"/1-io_uring/0001-*.patch ||
 		fail "the io_uring fix has no Fixes: line" || return

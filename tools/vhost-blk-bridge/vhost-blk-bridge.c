@@ -87,9 +87,20 @@ struct blk_config {
 
 /* The uapi's layout, whether it came from the kernel or vhost_blk_uapi.h. */
 _Static_assert(sizeof(struct vhost_blk_backend) == 48, "vhost_blk_backend");
-_Static_assert(sizeof(struct vhost_blk_vring_stats) == 104,
-	       "vhost_blk_vring_stats");
 _Static_assert(sizeof(struct blk_config) == 60, "virtio_blk_config");
+
+/* One vring's counters, as the kernel device's fdinfo shows them. */
+struct vring_stats {
+	uint64_t requests;
+	uint64_t errors;
+	uint64_t read_bytes;
+	uint64_t write_bytes;
+	uint64_t flushes;
+	uint64_t discards;
+	uint64_t kicks;
+	uint64_t inflight;
+	unsigned int worker_id;
+};
 
 struct ring {
 	unsigned int num;		/* 0: not set */
@@ -101,7 +112,7 @@ struct ring {
 	bool disabled;			/* SET_VRING_ENABLE 0 */
 	bool programmed;		/* part of the current kernel device */
 	unsigned int worker;		/* kernel worker id when programmed */
-	struct vhost_blk_vring_stats total;	/* of earlier kernel devices */
+	struct vring_stats total;	/* of earlier kernel devices */
 };
 
 struct bridge {
@@ -235,8 +246,8 @@ static bool ring_wanted(const struct bridge *b, unsigned int idx)
 }
 
 /* Adds a kernel device's counters to the connection's totals. */
-static void stats_add(struct vhost_blk_vring_stats *t,
-		      const struct vhost_blk_vring_stats *s)
+static void stats_add(struct vring_stats *t,
+		      const struct vring_stats *s)
 {
 	t->requests += s->requests;
 	t->errors += s->errors;
@@ -248,6 +259,53 @@ static void stats_add(struct vhost_blk_vring_stats *t,
 }
 
 /*
+ * Reads the kernel device's counters from its fdinfo, one
+ * "vring<N>-<key>:<tab><value>" line each, into st[0..n-1]. Keys it does not
+ * know are skipped: the kernel may add some. Returns 0, or -1 with errno set.
+ */
+static int kernel_stats(const struct bridge *b, struct vring_stats *st,
+			unsigned int n)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} keys[] = {
+		{ "requests", offsetof(struct vring_stats, requests) },
+		{ "errors", offsetof(struct vring_stats, errors) },
+		{ "read-bytes", offsetof(struct vring_stats, read_bytes) },
+		{ "write-bytes", offsetof(struct vring_stats, write_bytes) },
+		{ "flushes", offsetof(struct vring_stats, flushes) },
+		{ "discards", offsetof(struct vring_stats, discards) },
+		{ "kicks", offsetof(struct vring_stats, kicks) },
+		{ "inflight", offsetof(struct vring_stats, inflight) },
+	};
+	char path[64], line[256], key[32];
+	unsigned long long v;
+	unsigned int i, k;
+	FILE *f;
+
+	memset(st, 0, n * sizeof(*st));
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", b->vfd);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "vring%u-%31[a-z-]: %llu", &i, key, &v) != 3 ||
+		    i >= n)
+			continue;
+		if (!strcmp(key, "worker")) {
+			st[i].worker_id = (unsigned int)v;
+			continue;
+		}
+		for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			if (!strcmp(key, keys[k].key))
+				*(uint64_t *)((char *)&st[i] + keys[k].off) = v;
+	}
+	fclose(f);
+	return 0;
+}
+
+/*
  * Drains and closes the kernel device: every request in flight completes,
  * then each vring's position is read back so the next device (or the VMM,
  * through GET_VRING_BASE) continues from there.
@@ -255,16 +313,20 @@ static void stats_add(struct vhost_blk_vring_stats *t,
 static void kernel_stop(struct bridge *b)
 {
 	struct vhost_blk_backend be = { .fd = -1 };
+	struct vring_stats s[MAX_QUEUES];
+	bool have_stats;
 	unsigned int i;
 
 	if (b->vfd < 0)
 		return;
 	if (ioctl(b->vfd, VHOST_BLK_SET_BACKEND, &be))
 		logmsg("detaching the backend: %m");
+	have_stats = !kernel_stats(b, s, b->queues);
+	if (!have_stats)
+		logmsg("reading the device's counters: %m");
 	for (i = 0; i < b->queues; i++) {
 		struct ring *r = &b->rings[i];
 		struct vhost_vring_state st = { .index = i };
-		struct vhost_blk_vring_stats s = { .index = i };
 
 		if (!r->programmed)
 			continue;
@@ -272,8 +334,8 @@ static void kernel_stop(struct bridge *b)
 			logmsg("vring %u: reading its base: %m", i);
 		else
 			r->base = st.num;
-		if (!ioctl(b->vfd, VHOST_BLK_GET_VRING_STATS, &s))
-			stats_add(&r->total, &s);
+		if (have_stats)
+			stats_add(&r->total, &s[i]);
 		r->programmed = false;
 	}
 	close_fd(&b->vfd);
@@ -448,7 +510,7 @@ static void reset_device(struct bridge *b)
 	unmap_memory(b);
 	for (i = 0; i < MAX_QUEUES; i++) {
 		struct ring *r = &b->rings[i];
-		struct vhost_blk_vring_stats total = r->total;
+		struct vring_stats total = r->total;
 
 		close_fd(&r->kick);
 		close_fd(&r->call);
@@ -464,6 +526,8 @@ static void reset_device(struct bridge *b)
 
 static void write_stats(struct bridge *b)
 {
+	struct vring_stats s[MAX_QUEUES];
+	bool have_stats = false;
 	char tmp[PATH_MAX];
 	struct rusage ru;
 	unsigned int i;
@@ -471,6 +535,8 @@ static void write_stats(struct bridge *b)
 
 	if (!b->stats_path)
 		return;
+	if (b->vfd >= 0)
+		have_stats = !kernel_stats(b, s, b->queues);
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", b->stats_path) >= (int)sizeof(tmp))
 		return;
 	f = fopen(tmp, "w");
@@ -488,14 +554,12 @@ static void write_stats(struct bridge *b)
 		ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 	for (i = 0; i < b->queues; i++) {
 		struct ring *r = &b->rings[i];
-		struct vhost_blk_vring_stats s = { .index = i };
-		struct vhost_blk_vring_stats t = r->total;
+		struct vring_stats t = r->total;
 
-		if (r->programmed && b->vfd >= 0 &&
-		    !ioctl(b->vfd, VHOST_BLK_GET_VRING_STATS, &s)) {
-			stats_add(&t, &s);
-			t.inflight = s.inflight;
-			t.worker_id = s.worker_id;
+		if (r->programmed && have_stats) {
+			stats_add(&t, &s[i]);
+			t.inflight = s[i].inflight;
+			t.worker_id = s[i].worker_id;
 		}
 		fprintf(f, "vring %u requests %llu errors %llu read_bytes %llu"
 			" write_bytes %llu flushes %llu discards %llu kicks %llu"

@@ -40,23 +40,7 @@ struct vhost_blk_backend {
 	__u32 reserved[5];
 };
 
-struct vhost_blk_vring_stats {
-	__u32 index;
-	__u32 worker_id;
-	__u64 requests;
-	__u64 errors;
-	__u64 read_bytes;
-	__u64 write_bytes;
-	__u64 flushes;
-	__u64 discards;
-	__u64 kicks;
-	__u64 inflight;
-	__u64 reserved[4];
-};
-
 #define VHOST_BLK_SET_BACKEND _IOW(VHOST_VIRTIO, 0x50, struct vhost_blk_backend)
-#define VHOST_BLK_GET_VRING_STATS _IOWR(VHOST_VIRTIO, 0x51,		\
-					struct vhost_blk_vring_stats)
 #endif
 
 #endif /* VHOST_BLK_UAPI_H */
