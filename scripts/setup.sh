@@ -12,7 +12,7 @@ PKGS=(
 	qemu-system-x86 qemu-utils
 	fio liburing-dev busybox-static util-linux procps
 	python3-ply python3-git
-	e2fsprogs
+	e2fsprogs xfsprogs
 	dbench stress-ng attr
 	shellcheck python3-matplotlib sparse
 )

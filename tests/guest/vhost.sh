@@ -1,7 +1,7 @@
 # vhost-blk (drivers/vhost/blk.c): the in-kernel virtio-blk backend, driven
 # by the userspace virtio-blk driver tools/virtio/vhost_blk_test on every
 # kind of backend the guest has: brd, null_blk (memory-backed), the guest's
-# own virtio-blk disk, a file on ext4 and a file on tmpfs.
+# own virtio-blk disk, a file on ext4, a file on tmpfs and files on XFS.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
 # The guest this suite boots (vm/vm.sh options) and what it needs built.
@@ -187,12 +187,81 @@ vb_wcache() {
 	umount $mnt
 }
 
+# XFS made with 4 KiB sectors on a loop device of 512-byte blocks, with a
+# realtime device of 4 KiB logical blocks (a second loop device, losetup -b
+# 4096). A file's direct I/O follows the device its data is on, as its
+# STATX_DIOALIGN says: 512 bytes on the data device (6.12's XFS checks the
+# device's logical block, not the sector size it was made with), 4 KiB for a
+# realtime file, whose superblock device is still the 512-byte one. Both
+# loop devices sit on files in the guest's tmpfs. (Not a 4 KiB null_blk:
+# 6.12's null_blk copies a whole block from wherever a bio segment starts,
+# so a segment that begins inside a block writes past its page; an 8 KiB
+# O_DIRECT write from a buffer at page offset 512 corrupts the guest.)
+# Made once per boot.
+VB_XFS=/tmp/vb-xfs
+vb_xfs_mount() {
+	local data rt
+	mountpoint -q $VB_XFS && return 0
+	truncate -s 320M /tmp/vb-xfs.img && truncate -s 64M /tmp/vb-xfs-rt.img || return
+	data=$(losetup --find --show /tmp/vb-xfs.img) || fail "losetup" || return
+	rt=$(losetup -b 4096 --find --show /tmp/vb-xfs-rt.img) || fail "losetup -b 4096" || return
+	expect_eq "$data logical block" "$(blockdev --getss "$data")" 512 || return
+	expect_eq "$rt logical block" "$(blockdev --getss "$rt")" 4096 || return
+	mkfs.xfs -q -f -s size=4096 -r rtdev="$rt" "$data" || fail "mkfs.xfs" || return
+	mkdir -p $VB_XFS
+	mount -o rtdev="$rt" "$data" $VB_XFS || fail "cannot mount XFS from $data" || return
+}
+
+# vb_dio FILE BS: one O_DIRECT read of BS bytes at offset BS; OK or the error.
+vb_dio() {
+	local out
+	if out=$(dd if="$1" of=/dev/null bs="$2" skip=1 count=1 iflag=direct 2>&1); then
+		echo OK
+	else
+		sed -n 's/.*: //p' <<<"$out" | head -n 1
+	fi
+}
+
+desc_vb_xfs="files on XFS: with 4 KiB sectors on a 512-byte device a file takes 512-byte direct I/O and vhost-blk serves it at 512; a realtime file on a 4 KiB device needs 4 KiB, and served at the block its STATX_DIOALIGN gives, everything works and smaller requests get IOERR"
+vb_xfs() {
+	vhost_blk_load || return
+	vb_xfs_mount || return
+	# Written, not just allocated: a direct read of unwritten extents
+	# never reaches the device, so nothing checks its alignment.
+	xfs_io -f -c "pwrite -q -S 0x5a 0 24m" -c fsync $VB_XFS/data.img || return
+	xfs_io -f -c "chattr +r" -c "pwrite -q -S 0x5a 0 24m" -c fsync $VB_XFS/rt.img ||
+		fail "cannot make a realtime file" || return
+	xfs_io -c "lsattr" $VB_XFS/rt.img | grep -q '^-*r' || fail "rt.img is not on the realtime device" || return
+	expect_eq "512-byte direct read of data.img" "$(vb_dio $VB_XFS/data.img 512)" OK || return
+	expect_eq "512-byte direct read of rt.img" "$(vb_dio $VB_XFS/rt.img 512)" "Invalid argument" || return
+	expect_eq "4 KiB direct read of rt.img" "$(vb_dio $VB_XFS/rt.img 4096)" OK || return
+	vb_xfs_vbt data.img 512 || return
+	vb_xfs_vbt rt.img 4096
+}
+
+# vb_xfs_vbt FILE LBS: vhost_blk_test's functional run on the file, which
+# must take LBS as the logical block (from STATX_DIOALIGN, as a VMM would).
+vb_xfs_vbt() {
+	local out=/tmp/vb-xfs-$1.out
+	vbt --backend "$VB_XFS/$1" --mode functional --queues 2 --workers 1 >"$out"
+	local rc=$?
+	cat "$out"
+	((rc == 0)) || return
+	grep -q "^# functional: .*logical block $2)" "$out" ||
+		fail "vhost_blk_test did not use $2-byte blocks for $1"
+}
+
 desc_vb_unload="after all of the above, vhost_blk unloads and loads again"
 vb_unload() {
 	mountpoint -q $VB_MNT && umount $VB_MNT
+	if mountpoint -q $VB_XFS; then
+		umount $VB_XFS || fail "cannot unmount $VB_XFS" || return
+		losetup -j /tmp/vb-xfs.img | cut -d: -f1 | xargs -r losetup -d
+		losetup -j /tmp/vb-xfs-rt.img | cut -d: -f1 | xargs -r losetup -d
+	fi
 	vmodprobe -r vhost_blk || fail "cannot unload vhost_blk" || return
 	[[ ! -e /dev/vhost-blk ]] || fail "/dev/vhost-blk still there" || return
 	vhost_blk_load
 }
 
-TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_kill vb_wcache vb_unload)
+TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_kill vb_wcache vb_xfs vb_unload)
