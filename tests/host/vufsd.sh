@@ -1,16 +1,17 @@
 # vufsd (tools/vufsd) on the host, against a scripted vhost-user-fs front
 # end (tests/tools/vufs_test.py): every FUSE opcode, queues, the error
 # contract for malformed chains, escapes from the shared directory, front
-# ends that vanish mid-request, resets and the command line. Then again with
-# rings that busy-poll instead of sleeping (_poll) and with three workers
-# per request queue (_threads). The checks of a scenario are in its log.
+# ends that vanish mid-request, resets, who may connect and the command
+# line. Then again with rings that busy-poll instead of sleeping (_poll)
+# and with three workers per request queue (_threads). The checks of a
+# scenario are in its log.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
 SUITE_ORDER=20
 SUITE_NEEDS=(tools)
 SUITE_TIMEOUT=600
-TESTS=(ops queues malformed escape disconnect reset ops_poll disconnect_poll
-	ops_threads queues_threads disconnect_threads reset_threads)
+TESTS=(ops queues malformed escape disconnect reset access ops_poll
+	disconnect_poll ops_threads queues_threads disconnect_threads reset_threads)
 
 desc_ops="every FUSE opcode on a 2-queue device"
 desc_queues="requests on each request queue land on its own vring and counters"
@@ -18,6 +19,7 @@ desc_malformed="malformed chains and requests: each answered or returned, the ne
 desc_escape="nothing leads outside the shared directory (.., /, symlinks, swapped directories, FIFOs, devices)"
 desc_disconnect="a front end that vanishes with requests in flight: all released, the next connection served"
 desc_reset="vring stop and restart, RESET_DEVICE and RESET_OWNER"
+desc_access="socket mode 0600 (nobody cannot connect), --socket-group, one daemon per socket (pid-file lock), a live socket never replaced, SIGHUP drains like SIGTERM"
 desc_ops_poll="ops with busy-polling rings (--busy-poll 200)"
 desc_disconnect_poll="disconnect with busy-polling rings"
 desc_ops_threads="ops with three workers per request queue (--threads 3)"

@@ -28,6 +28,9 @@ Scenarios (default: all):
               two queues, 3 times; the daemon serves the next connection
   reset       GET_VRING_BASE stop and restart mid-stream, RESET_DEVICE and
               RESET_OWNER then a fresh set-up
+  access      (vufsd, as root) who may connect: the socket's mode, another
+              user, --socket-group; one daemon per socket (pid-file lock),
+              a live socket never replaced; SIGHUP ends it like SIGTERM
 
 --daemon virtiofsd runs QEMU 7.2's C virtiofsd (one request queue,
 sandbox=chroot, -o xattr). It exits after each connection (the harness
@@ -60,7 +63,8 @@ import statsfile  # noqa: E402
 from fuse_proto import HIPRIO, ROOT_ID, Op  # noqa: E402
 from vhost_user import KiB, MiB  # noqa: E402
 
-SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset")
+SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
+             "access")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -1877,11 +1881,155 @@ def scenario_reset(ctx):
             ctx.check_alive(f"reset: {what}")
 
 
+def connect_as(path, uid, gid, timeout):
+    """Connect to the unix socket path as uid/gid (no supplementary
+    groups) in a child; 0 or the errno."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+                c.settimeout(timeout)
+                c.connect(path)
+        except OSError as e:
+            code = e.errno or 255
+        except BaseException:
+            code = 255
+        os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def ename(rc):
+    """connect_as()'s result as a name."""
+    return "ok" if rc == 0 else errno.errorcode.get(rc, str(rc))
+
+
+def wait_exit(p, timeout):
+    """Exit status of p within timeout, else kill it and say so."""
+    try:
+        return p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait(timeout)
+        return f"still running after {timeout} s"
+
+
+def scenario_access(ctx):
+    """Who can reach the daemon, and one daemon per socket."""
+    t, d, tmo = ctx.tap, ctx.daemon, ctx.args.timeout
+    if not ctx.only_vufsd("access: socket mode, pid-file lock, SIGHUP",
+                          "virtiofsd's own socket handling"):
+        return
+    if os.geteuid() != 0:
+        t.skip("access: checks as another user", "needs root")
+        return
+    nobody, nogroup = 65534, 65534
+    # The work directory is the owner's alone; let others reach the
+    # sockets in it so that only a socket's own mode decides.
+    os.chmod(d.workdir, 0o711)
+    try:
+        st = os.stat(d.socket)
+        t.ok(stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == 0,
+             f"access: the socket is mode {stat.S_IMODE(st.st_mode):o}, "
+             f"owner {st.st_uid} (want 600, 0)")
+        # The control: the same user reaches a socket that lets it.
+        ctrl = os.path.join(d.workdir, "control.sock")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as ls:
+            ls.bind(ctrl)
+            os.chmod(ctrl, 0o666)
+            ls.listen(1)
+            rc_ctrl = connect_as(ctrl, nobody, nogroup, tmo)
+        rc = connect_as(d.socket, nobody, nogroup, tmo)
+        t.ok(rc_ctrl == 0 and rc == errno.EACCES,
+             f"access: nobody cannot connect ({ename(rc)}; a mode 666 "
+             f"socket next to it: {ename(rc_ctrl)})")
+        try:
+            with open(d.socket + ".pid") as f:
+                pid = f.read().strip()
+        except OSError as e:
+            pid = None if e.errno == errno.ENOENT else str(e)
+        t.ok(pid == str(d.pid), f"access: {d.socket}.pid holds the "
+             f"daemon's pid ({pid!r}, want {d.pid})")
+
+        # A second daemon on the same socket is refused; the first serves on.
+        ino = os.stat(d.socket).st_ino
+        p = d.spawn(d.argv())
+        rc = wait_exit(p, tmo)
+        with open(d.log, errors="replace") as f:
+            said = "served by another daemon" in f.read()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.settimeout(tmo)
+            live = c.connect_ex(d.socket) == 0
+        t.ok(rc == 1 and said and live and os.stat(d.socket).st_ino == ino
+             and d.alive(),
+             f"access: a second daemon on the socket exits {rc} (want 1) "
+             f"saying who serves it; the first still listens there: {live}")
+        ctx.check_alive("access: after the second daemon")
+
+        # A live socket that another program listens on is not taken.
+        other = os.path.join(d.workdir, "other.sock")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as ls:
+            ls.bind(other)
+            ls.listen(4)
+            p = d.spawn(d.argv(other))
+            rc = wait_exit(p, tmo)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+                c.settimeout(tmo)
+                c.connect(other)
+                ls.settimeout(tmo)
+                conn, _ = ls.accept()
+                conn.close()
+            t.ok(rc == 1 and not os.path.exists(other + ".pid"),
+                 f"access: a live socket of another program is left "
+                 f"alone (exit {rc}, want 1; it still accepts)")
+
+        # --socket-group: the group may connect, others still not; SIGHUP.
+        grp = os.path.join(d.workdir, "group.sock")
+        argv = [d.argv()[0], "--socket", grp, "--shared-dir", d.share,
+                "--socket-group", "nogroup"]
+        p = d.spawn(argv)
+        deadline = time.monotonic() + tmo
+        while not os.path.exists(grp) and p.poll() is None and \
+                time.monotonic() < deadline:
+            time.sleep(0.02)
+        try:
+            st = os.stat(grp)
+            mode, gid = stat.S_IMODE(st.st_mode), st.st_gid
+        except OSError:
+            mode = gid = None
+        rc_grp = connect_as(grp, nobody, nogroup, tmo)
+        rc_other = connect_as(grp, nobody, nobody - 1, tmo)
+        t.ok(mode == 0o660 and gid == nogroup and rc_grp == 0 and
+             rc_other == errno.EACCES,
+             f"access: --socket-group nogroup: mode {mode and oct(mode)}, "
+             f"group {gid}; a member connects ({ename(rc_grp)}), a "
+             f"non-member does not ({ename(rc_other)})")
+        p.send_signal(signal.SIGHUP)
+        rc = wait_exit(p, tmo)
+        t.ok(rc == 0 and not os.path.exists(grp) and
+             not os.path.exists(grp + ".pid"),
+             f"access: SIGHUP ends it like SIGTERM: exit {rc} (want 0), "
+             "socket and pid file removed")
+        p = subprocess.run([argv[0], "-s", grp, "-d", d.share,
+                            "--socket-group", "no-such-group-here"],
+                           capture_output=True, text=True, timeout=tmo)
+        t.ok(p.returncode == 2 and "no such group" in p.stderr and
+             not os.path.exists(grp),
+             f"access: an unknown --socket-group: exit {p.returncode} "
+             "(want 2)")
+    finally:
+        os.chmod(d.workdir, 0o700)
+
+
 # --- main --------------------------------------------------------------------
 
 RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "malformed": scenario_malformed, "escape": scenario_escape,
-       "disconnect": scenario_disconnect, "reset": scenario_reset}
+       "disconnect": scenario_disconnect, "reset": scenario_reset,
+       "access": scenario_access}
 
 
 def daemon_start_checks(ctx):

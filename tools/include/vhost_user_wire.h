@@ -11,11 +11,15 @@
 #define VHOST_USER_WIRE_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -462,34 +466,170 @@ fail:
 	return -EINVAL;
 }
 
-/* Listens on path, replacing a stale socket but nothing else. */
-static inline int vu_listen(const char *path)
+/* vu_pid_path: PATH.pid into buf; -1 if it does not fit. */
+static inline int vu_pid_path(char *buf, size_t len, const char *path)
+{
+	int n = snprintf(buf, len, "%s.pid", path);
+
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/*
+ * vu_lock_socket: take PATH.pid's lock (flock) and write our pid into it,
+ * or say which daemon holds it. A daemon that exits unlinks the file while
+ * it still holds the lock, so a lock won on a file that is no longer at
+ * PATH.pid is worth nothing: try again.
+ */
+static inline int vu_lock_socket(const char *path)
+{
+	char pidpath[PATH_MAX], owner[32] = "";
+	struct stat fst, pst;
+	int fd, tries;
+	ssize_t n;
+
+	if (vu_pid_path(pidpath, sizeof(pidpath), path)) {
+		logmsg("socket path %s is too long", path);
+		return -1;
+	}
+	for (tries = 0; tries < 10; tries++) {
+		fd = open(pidpath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+			  0600);
+		if (fd < 0) {
+			logmsg("cannot open the pid file %s: %s", pidpath,
+			       strerror(errno));
+			return -1;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB)) {
+			int err = errno;
+
+			n = pread(fd, owner, sizeof(owner) - 1, 0);
+			owner[n > 0 ? n : 0] = '\0';
+			owner[strcspn(owner, "\n")] = '\0';
+			close(fd);
+			if (err == EWOULDBLOCK)
+				logmsg("%s is served by another daemon (pid %s, which holds the lock on %s)",
+				       path, *owner ? owner : "unknown", pidpath);
+			else
+				logmsg("cannot lock %s: %s", pidpath,
+				       strerror(err));
+			return -1;
+		}
+		if (!fstat(fd, &fst) && !stat(pidpath, &pst) &&
+		    fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		logmsg("%s keeps being replaced: giving up", pidpath);
+		return -1;
+	}
+	n = snprintf(owner, sizeof(owner), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, owner, n, 0) != n) {
+		logmsg("cannot write %s: %s", pidpath, strerror(errno));
+		unlink(pidpath);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * vu_listen: listen on the unix socket PATH for one vhost-user front end.
+ * Only the caller's user may connect (mode 0600), and the members of
+ * group as well if it is not (gid_t)-1 (mode 0660); the socket never has
+ * a wider mode, not even between bind() and chmod(). One daemon per
+ * socket: *lock_fd gets PATH.pid, locked, which the caller keeps open
+ * until vu_unlisten(). A socket already at PATH is replaced only if
+ * nothing listens on it; a live one, or any other file, is left alone.
+ */
+static inline int vu_listen(const char *path, gid_t group, int *lock_fd)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char pidpath[PATH_MAX];
 	struct stat st;
-	int fd;
+	mode_t old_umask;
+	int fd, lfd, err;
 
-	if (strlen(path) >= sizeof(sa.sun_path)) {
+	if (strlen(path) >= sizeof(sa.sun_path) ||
+	    vu_pid_path(pidpath, sizeof(pidpath), path)) {
 		logmsg("socket path %s is too long", path);
 		return -1;
 	}
 	strcpy(sa.sun_path, path);
+	lfd = vu_lock_socket(path);
+	if (lfd < 0)
+		return -1;
 	if (!lstat(path, &st)) {
 		if (!S_ISSOCK(st.st_mode)) {
 			logmsg("%s exists and is not a socket", path);
-			return -1;
+			goto fail_lock;
 		}
-		unlink(path);
+		/* Something may listen there without our lock: ask it. */
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0) {
+			logmsg("socket: %s", strerror(errno));
+			goto fail_lock;
+		}
+		err = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ? errno : 0;
+		close(fd);
+		if (err != ECONNREFUSED) {
+			logmsg("%s: %s", path, err ?
+			       strerror(err) : "a live socket, something listens on it");
+			goto fail_lock;
+		}
+		if (unlink(path)) {
+			logmsg("cannot remove the stale socket %s: %s", path,
+			       strerror(errno));
+			goto fail_lock;
+		}
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(fd, 1)) {
-		logmsg("cannot listen on %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
+	if (fd < 0) {
+		logmsg("socket: %s", strerror(errno));
+		goto fail_lock;
 	}
+	old_umask = umask(0177);
+	err = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ? errno : 0;
+	umask(old_umask);
+	if (err) {
+		logmsg("cannot listen on %s: %s", path, strerror(err));
+		goto fail_fd;
+	}
+	if (group != (gid_t)-1 &&
+	    (chown(path, (uid_t)-1, group) || chmod(path, 0660))) {
+		logmsg("cannot give group %u access to %s: %s", (unsigned int)group,
+		       path, strerror(errno));
+		goto fail_unlink;
+	}
+	if (listen(fd, 1)) {
+		logmsg("cannot listen on %s: %s", path, strerror(errno));
+		goto fail_unlink;
+	}
+	*lock_fd = lfd;
 	return fd;
+fail_unlink:
+	unlink(path);
+fail_fd:
+	close(fd);
+fail_lock:
+	unlink(pidpath);
+	close(lfd);
+	return -1;
+}
+
+/* vu_unlisten: remove the socket and its pid file, then drop the lock. */
+static inline void vu_unlisten(const char *path, int listen_fd, int lock_fd)
+{
+	char pidpath[PATH_MAX];
+
+	if (listen_fd >= 0)
+		close(listen_fd);
+	unlink(path);
+	if (!vu_pid_path(pidpath, sizeof(pidpath), path))
+		unlink(pidpath);
+	if (lock_fd >= 0)
+		close(lock_fd);
 }
 
 #endif

@@ -135,7 +135,7 @@ struct bridge {
 	uint32_t max_discard_sectors, discard_alignment, max_wz_sectors;
 	uint64_t kernel_features;
 
-	int listen_fd, conn_fd, sig_fd;
+	int listen_fd, lock_fd, conn_fd, sig_fd;
 
 	/* Per connection. */
 	uint64_t features;
@@ -1050,7 +1050,7 @@ static int probe_kernel(struct bridge *b)
 
 static int listen_on(struct bridge *b)
 {
-	b->listen_fd = vu_listen(b->socket_path);
+	b->listen_fd = vu_listen(b->socket_path, (gid_t)-1, &b->lock_fd);
 	return b->listen_fd < 0 ? -1 : 0;
 }
 
@@ -1089,7 +1089,9 @@ static void usage(FILE *f)
 "  -object memory-backend-memfd,id=mem,size=4G,share=on -machine memory-backend=mem\n"
 "  -chardev socket,id=vb0,path=PATH -device vhost-user-blk-pci,chardev=vb0,num-queues=4\n"
 "\n"
-"  -s, --socket PATH     unix socket to listen on (a stale socket is replaced)\n"
+"  -s, --socket PATH     unix socket to listen on, mode 0600; PATH.pid holds the\n"
+"                        pid and lock (one bridge per socket); a socket that\n"
+"                        nothing listens on is replaced, a live one is not\n"
 "  -b, --backend PATH    block device or raw image file (vhost-blk does direct\n"
 "                        I/O on it, so a file must support O_DIRECT)\n"
 "  -q, --queues N        request queues offered (default 1, at most vhost-blk's\n"
@@ -1151,7 +1153,8 @@ int main(int argc, char **argv)
 	b->queues = 1;
 	b->worker_per_queue = true;
 	b->seg_max = 126;
-	b->backend_fd = b->listen_fd = b->conn_fd = b->sig_fd = b->vfd = -1;
+	b->backend_fd = b->listen_fd = b->lock_fd = b->conn_fd = b->sig_fd =
+		b->vfd = -1;
 	for (i = 0; i < MAX_QUEUES; i++)
 		b->rings[i].kick = b->rings[i].call = b->rings[i].err = -1;
 
@@ -1272,7 +1275,7 @@ int main(int argc, char **argv)
 	if (b->conn_fd >= 0)
 		disconnect(b);
 	write_stats(b);
-	unlink(b->socket_path);
+	vu_unlisten(b->socket_path, b->listen_fd, b->lock_fd);
 	close(b->backend_fd);
 	return 0;
 }

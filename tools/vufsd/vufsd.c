@@ -15,7 +15,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -515,8 +517,12 @@ static void usage(FILE *f)
 "and in the guest: mount -t virtiofs TAG /mnt\n"
 "\n"
 "Options:\n"
-"  -s, --socket PATH       unix socket to listen on (a stale socket there is\n"
-"                          replaced, any other file is not)\n"
+"  -s, --socket PATH       unix socket to listen on, mode 0600: only this user\n"
+"                          may connect. PATH.pid holds the daemon's pid and\n"
+"                          lock: a second daemon on PATH is refused. A socket\n"
+"                          nothing listens on is replaced; a live one, or any\n"
+"                          other file, is not\n"
+"  -g, --socket-group GRP  let group GRP (name or number) connect too (0660)\n"
 "  -d, --shared-dir DIR    directory to share; the guest cannot reach outside it\n"
 "  -q, --queues N          request queues, 1-%u (default 1); give QEMU the same\n"
 "                          num-request-queues\n"
@@ -532,7 +538,8 @@ static void usage(FILE *f)
 "\n"
 "One connection is served at a time; when the VMM goes away, the guest's\n"
 "inodes and open files are released and the next connection is accepted.\n"
-"SIGTERM or SIGINT: the rings finish the requests they serve, and " PROG " exits 0.\n",
+"SIGTERM, SIGINT or SIGHUP: the rings finish the requests they serve, and\n"
+PROG " exits 0.\n",
 		MAX_REQUEST_QUEUES, MAX_WORKERS);
 }
 
@@ -550,10 +557,27 @@ static int parse_uint(const char *s, unsigned int min, unsigned int max,
 	return 0;
 }
 
+/* parse_group: a group name, or a number. */
+static int parse_group(const char *s, gid_t *out)
+{
+	struct group *g = getgrnam(s);
+	unsigned int n;
+
+	if (g) {
+		*out = g->gr_gid;
+		return 0;
+	}
+	if (parse_uint(s, 0, (unsigned int)INT_MAX, &n))
+		return -1;
+	*out = n;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
+		{ "socket-group", required_argument, NULL, 'g' },
 		{ "shared-dir", required_argument, NULL, 'd' },
 		{ "queues", required_argument, NULL, 'q' },
 		{ "threads", required_argument, NULL, 't' },
@@ -564,16 +588,23 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
+	gid_t group = (gid_t)-1;
 	struct stat st;
 	sigset_t mask;
 	unsigned int i;
 	bool quit = false;
-	int c;
+	int c, lock_fd = -1;
 
-	while ((c = getopt_long(argc, argv, "s:d:q:t:p:S:i:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:g:d:q:t:p:S:i:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			d.socket_path = optarg;
+			break;
+		case 'g':
+			if (parse_group(optarg, &group)) {
+				logmsg("--socket-group %s: no such group", optarg);
+				return 2;
+			}
 			break;
 		case 'd':
 			d.shared_dir = optarg;
@@ -665,12 +696,13 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGUSR1);
 	sigaddset(&mask, SIGPIPE);
 	/* Blocked before the ring threads exist, so they inherit the mask. */
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	d.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
-	d.listen_fd = vu_listen(d.socket_path);
+	d.listen_fd = vu_listen(d.socket_path, group, &lock_fd);
 	if (d.sig_fd < 0 || d.listen_fd < 0)
 		return 1;
 	logmsg("serving %s on %s with %u request queue%s, %u worker%s each%s",
@@ -695,7 +727,8 @@ int main(int argc, char **argv)
 			struct signalfd_siginfo si;
 
 			if (read(d.sig_fd, &si, sizeof(si)) == sizeof(si) &&
-			    (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)) {
+			    (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT ||
+			     si.ssi_signo == SIGHUP)) {
 				logmsg("signal %u: finishing the requests in flight and exiting",
 				       si.ssi_signo);
 				quit = true;
@@ -711,6 +744,6 @@ int main(int argc, char **argv)
 	if (d.conn_fd >= 0)
 		disconnect();
 	write_stats();
-	unlink(d.socket_path);
+	vu_unlisten(d.socket_path, d.listen_fd, lock_fd);
 	return 0;
 }
