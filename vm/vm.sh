@@ -266,7 +266,8 @@ for spec in "${vfs[@]}"; do
 	vufsd)
 		bin=$BUILD/tools/vufsd
 		make -s -C "$TOP/tools/vufsd" OUT="$BUILD/tools" >&2
-		"$bin" --socket "$sock" --shared-dir "$dir" --queues "$queues" \
+		# --xattr as virtiofsd's -o xattr below (user.* names only).
+		"$bin" --socket "$sock" --shared-dir "$dir" --queues "$queues" --xattr \
 			--busy-poll "$poll" --threads "$threads" --stats "$rundir/fs-$tag.stats" \
 			>"$rundir/fs-$tag.log" 2>&1 &
 		;;

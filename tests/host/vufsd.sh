@@ -1,16 +1,16 @@
 # vufsd (tools/vufsd) on the host, against a scripted vhost-user-fs front
 # end (tests/tools/vufs_test.py): every FUSE opcode, queues, the error
 # contract for malformed chains, escapes from the shared directory, front
-# ends that vanish mid-request, resets, who may connect and the command
-# line. Then again with rings that busy-poll instead of sleeping (_poll)
-# and with three workers per request queue (_threads). The checks of a
-# scenario are in its log.
+# ends that vanish mid-request, resets, who may connect, the xattr policy
+# and the command line. Then again with rings that busy-poll instead of
+# sleeping (_poll) and with three workers per request queue (_threads). The
+# checks of a scenario are in its log.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
 SUITE_ORDER=20
 SUITE_NEEDS=(tools)
 SUITE_TIMEOUT=600
-TESTS=(ops queues malformed escape disconnect reset access ops_poll
+TESTS=(ops queues malformed escape disconnect reset access xattr ops_poll
 	disconnect_poll ops_threads queues_threads disconnect_threads reset_threads)
 
 desc_ops="every FUSE opcode on a 2-queue device"
@@ -20,6 +20,7 @@ desc_escape="nothing leads outside the shared directory (.., /, symlinks, swappe
 desc_disconnect="a front end that vanishes with requests in flight: all released, the next connection served"
 desc_reset="vring stop and restart, RESET_DEVICE and RESET_OWNER"
 desc_access="socket mode 0600 (nobody cannot connect), --socket-group, one daemon per socket (pid-file lock), a live socket never replaced, SIGHUP drains like SIGTERM"
+desc_xattr="xattrs: none without --xattr (ENOSYS), user.* only with it (security.capability, trusted.*, system.* refused with EPERM, hidden from GET and LIST), more with --xattr-allow"
 desc_ops_poll="ops with busy-polling rings (--busy-poll 200)"
 desc_disconnect_poll="disconnect with busy-polling rings"
 desc_ops_threads="ops with three workers per request queue (--threads 3)"

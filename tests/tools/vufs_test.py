@@ -31,6 +31,8 @@ Scenarios (default: all):
   access      (vufsd, as root) who may connect: the socket's mode, another
               user, --socket-group; one daemon per socket (pid-file lock),
               a live socket never replaced; SIGHUP ends it like SIGTERM
+  xattr       (vufsd, as root) the xattr policy: none without --xattr,
+              user.* only with it, more with --xattr-allow
 
 --daemon virtiofsd runs QEMU 7.2's C virtiofsd (one request queue,
 sandbox=chroot, -o xattr). It exits after each connection (the harness
@@ -47,6 +49,7 @@ import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -64,7 +67,7 @@ from fuse_proto import HIPRIO, ROOT_ID, Op  # noqa: E402
 from vhost_user import KiB, MiB  # noqa: E402
 
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
-             "access")
+             "access", "xattr")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -109,6 +112,7 @@ class Daemon:
         self.log = os.path.join(workdir, "daemon.log")
         self.proc = None
         self.starts = 0
+        self.extra = ["--xattr"]    # as virtiofsd's -o xattr below
 
     def argv(self, socket_path=None):
         sock = socket_path or self.socket
@@ -120,6 +124,7 @@ class Daemon:
                 argv += ["--busy-poll", str(self.busy_poll)]
             if self.workers > 1:
                 argv += ["--threads", str(self.workers)]
+            argv += self.extra
             return argv + (["--verbose"] if self.verbose else [])
         return [self.binary, f"--socket-path={sock}", "-o",
                 f"source={self.share}", "-o", "sandbox=chroot", "-o",
@@ -269,11 +274,13 @@ class Ctx:
 
     @contextlib.contextmanager
     def connect(self, request_queues=None, init=True, queue_size=512,
-                mem=None):
+                mem=None, daemon=None):
         """A set-up FsDevice and a Session on its first request queue,
-        INIT done unless init=False; closed at the end."""
-        self.daemon.ensure()
-        dev = fp.FsDevice(self.daemon.socket,
+        INIT done unless init=False; closed at the end. To the daemon
+        under test unless another is given."""
+        daemon = daemon or self.daemon
+        daemon.ensure()
+        dev = fp.FsDevice(daemon.socket,
                           self.nreq if request_queues is None
                           else request_queues, queue_size,
                           timeout=self.args.timeout, mem=mem)
@@ -288,7 +295,7 @@ class Ctx:
             yield dev, sess
         finally:
             dev.close()
-            self.daemon.after_disconnect()
+            daemon.after_disconnect()
 
     def check_alive(self, what):
         """vufsd must outlive everything; a dead one ends the run."""
@@ -832,7 +839,9 @@ def ops_misc(ctx, s, lk, top, big, fh):
                -errno.ERANGE)
     ctx.expect("ops: REMOVEXATTR user.vufs.short",
                s.removexattr(big, "user.vufs.short"))
-    host_list = b"".join(n.encode() + b"\0" for n in os.listxattr(path))
+    # vufsd shows user.* names only (scenario xattr); virtiofsd all of them.
+    host_list = b"".join(n.encode() + b"\0" for n in os.listxattr(path)
+                         if n.startswith("user.") or not ctx.vufsd)
     r = s.listxattr(big, 0)
     ctx.expect("ops: LISTXATTR size 0", r)
     t.ok(r.xattr_size == len(host_list),
@@ -2024,12 +2033,133 @@ def scenario_access(ctx):
         os.chmod(d.workdir, 0o700)
 
 
+def side_daemon(ctx, name, extra):
+    """Another vufsd on the same share, on socket NAME.sock, with extra
+    options instead of --xattr; started."""
+    d = Daemon(ctx.args, ctx.daemon.workdir)
+    d.socket = os.path.join(d.workdir, f"{name}.sock")
+    d.stats = os.path.join(d.workdir, f"{name}.stats")
+    d.log = ctx.daemon.log
+    d.extra = extra
+    d.start()
+    return d
+
+
+def scenario_xattr(ctx):
+    """Which extended attributes the guest may reach on the host."""
+    t, tmo = ctx.tap, ctx.args.timeout
+    if not ctx.only_vufsd("xattr: the policy", "virtiofsd's -o xattr passes "
+                          "every name"):
+        return
+    if os.geteuid() != 0:
+        t.skip("xattr: host trusted.* and security.* names", "needs root")
+        return
+    path = ctx.host("xa")
+    write_file(path, b"attrs\n")
+    try:
+        os.setxattr(path, "user.ok", b"u")
+        os.setxattr(path, "trusted.vufs", b"t")
+    except OSError as e:
+        t.skip("xattr: the policy", f"the host fs refuses xattrs ({e})")
+        return
+    # A valid file capability (v2, CAP_NET_RAW permitted): the host takes it.
+    fcap = struct.pack("<5I", 0x02000000, 1 << 13, 0, 0, 0)
+    ename_ = errno.errorcode.get
+
+    def host_names():
+        return sorted(os.listxattr(path))
+
+    def node(s):
+        r = s.lookup(ROOT_ID, "xa")
+        return r.entry.nodeid if r.error == 0 and r.entry else None
+
+    # Without --xattr: nothing, and the guest is told so (ENOSYS).
+    plain = side_daemon(ctx, "plain", [])
+    try:
+        with ctx.connect(daemon=plain) as (dev, s):
+            n = node(s)
+            errs = [s.getxattr(n, "user.ok", 64).error,
+                    s.listxattr(n, 4096).error,
+                    s.setxattr(n, "user.new", b"x").error,
+                    s.removexattr(n, "user.ok").error]
+        t.ok(errs == [-errno.ENOSYS] * 4 and
+             host_names() == ["trusted.vufs", "user.ok"],
+             f"xattr: without --xattr GET, LIST, SET, REMOVE give "
+             f"{[ename_(-e, e) for e in errs]} (want ENOSYS), host file "
+             f"unchanged: {host_names()}")
+    finally:
+        t.ok(plain.stop() == 0, "xattr: the daemon without --xattr exits 0")
+
+    # --xattr: user.* only; the others do not exist for the guest.
+    with ctx.connect() as (dev, s):
+        n = node(s)
+        r = s.listxattr(n, 4096)
+        names = sorted(x for x in (r.value or b"").decode().split("\0") if x)
+        r0 = s.listxattr(n, 0)
+        t.ok(r.error == 0 and names == ["user.ok"] and
+             r0.xattr_size == len(b"user.ok\0"),
+             f"xattr: LISTXATTR shows {names} (size {r0.xattr_size}), not "
+             "the host's trusted.vufs")
+        got = [s.getxattr(n, "user.ok", 64).value,
+               s.getxattr(n, "trusted.vufs", 64).error,
+               s.getxattr(n, "trusted.vufs", 0).error]
+        t.ok(got == [b"u", -errno.ENODATA, -errno.ENODATA],
+             f"xattr: GETXATTR user.ok, trusted.vufs (value, size): {got}")
+        errs = [s.setxattr(n, "security.capability", fcap).error,
+                s.setxattr(n, "trusted.new", b"x").error,
+                s.setxattr(n, "system.vufs", b"x").error,
+                s.removexattr(n, "trusted.vufs").error]
+        t.ok(errs == [-errno.EPERM] * 4 and
+             host_names() == ["trusted.vufs", "user.ok"],
+             f"xattr: SETXATTR security.capability, trusted.new, "
+             f"system.vufs and REMOVEXATTR trusted.vufs give "
+             f"{[ename_(-e, e) for e in errs]} (want EPERM); host file: "
+             f"{host_names()}")
+        e = s.setxattr(n, "user.new", b"n").error
+        t.ok(e == 0 and os.getxattr(path, "user.new") == b"n",
+             f"xattr: SETXATTR user.new works ({e})")
+        s.removexattr(n, "user.new")
+
+    # --xattr-allow trusted.: that prefix too, security.* still not.
+    wide = side_daemon(ctx, "wide", ["--xattr", "--xattr-allow", "trusted."])
+    try:
+        with ctx.connect(daemon=wide) as (dev, s):
+            n = node(s)
+            r = s.listxattr(n, 4096)
+            names = sorted(x for x in (r.value or b"").decode().split("\0")
+                           if x)
+            val = s.getxattr(n, "trusted.vufs", 64).value
+            e1 = s.setxattr(n, "trusted.new", b"w").error
+            e2 = s.setxattr(n, "security.capability", fcap).error
+        t.ok(names == ["trusted.vufs", "user.ok"] and val == b"t" and
+             e1 == 0 and e2 == -errno.EPERM and
+             "trusted.new" in host_names() and
+             "security.capability" not in host_names(),
+             f"xattr: --xattr-allow trusted.: lists {names}, reads "
+             f"{val!r}, sets trusted.new ({e1}); security.capability "
+             f"still {ename_(-e2, e2)}")
+    finally:
+        t.ok(wide.stop() == 0, "xattr: the --xattr-allow daemon exits 0")
+
+    binary = ctx.daemon.argv()[0]
+    sock = os.path.join(ctx.daemon.workdir, "xcli.sock")
+    for desc, extra, text in (
+            ("--xattr-allow without --xattr", ["-X", "trusted."], "needs"),
+            ("an empty --xattr-allow", ["-x", "-X", ""], "non-empty")):
+        p = subprocess.run([binary, "-s", sock, "-d", ctx.share] + extra,
+                           capture_output=True, text=True, timeout=tmo)
+        t.ok(p.returncode == 2 and text in p.stderr and
+             not os.path.exists(sock),
+             f"xattr: {desc}: exit {p.returncode} (want 2)")
+    os.unlink(path)
+
+
 # --- main --------------------------------------------------------------------
 
 RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "malformed": scenario_malformed, "escape": scenario_escape,
        "disconnect": scenario_disconnect, "reset": scenario_reset,
-       "access": scenario_access}
+       "access": scenario_access, "xattr": scenario_xattr}
 
 
 def daemon_start_checks(ctx):

@@ -1303,6 +1303,87 @@ static int op_lseek(struct req *r)
 	return 0;
 }
 
+/*
+ * The xattr policy. Off (the default), every xattr request is ENOSYS, which
+ * the guest remembers. On, the guest may use user.* and the prefixes the
+ * operator added; other names (security.*, trusted.*, system.*) do not
+ * exist as far as the guest can tell: GETXATTR says ENODATA, LISTXATTR
+ * leaves them out, SETXATTR and REMOVEXATTR fail with EPERM. A guest that
+ * could set security.capability would plant file capabilities on the host.
+ */
+static struct {
+	bool on;
+	const char *const *allow;
+	unsigned int nallow;
+} xa;
+
+void fuse_set_xattr(bool on, const char *const *allow, unsigned int nallow)
+{
+	xa.on = on;
+	xa.allow = allow;
+	xa.nallow = nallow;
+}
+
+static bool xattr_allowed(const char *name)
+{
+	unsigned int i;
+
+	if (!strncmp(name, "user.", 5))
+		return true;
+	for (i = 0; i < xa.nallow; i++)
+		if (!strncmp(name, xa.allow[i], strlen(xa.allow[i])))
+			return true;
+	return false;
+}
+
+/*
+ * listxattr() of path with the names the policy hides taken out: into
+ * out (size bytes, ERANGE if the rest does not fit), or only the length
+ * when size is 0.
+ */
+static ssize_t list_allowed(const char *path, char *out, size_t size)
+{
+	ssize_t n, total = 0, off;
+	char *all = NULL;
+	size_t len;
+
+	for (;;) {
+		n = listxattr(path, NULL, 0);
+		if (n <= 0)
+			return n;
+		free(all);
+		all = malloc(n);
+		if (!all) {
+			errno = ENOMEM;
+			return -1;
+		}
+		n = listxattr(path, all, n);
+		if (n >= 0)
+			break;
+		if (errno != ERANGE) {	/* ERANGE: the list grew meanwhile */
+			free(all);
+			return -1;
+		}
+	}
+	for (off = 0; off < n; off += len) {
+		len = strnlen(all + off, n - off) + 1;
+		if (off + (ssize_t)len > n)
+			break;	/* not NUL-terminated: the kernel never does that */
+		if (!xattr_allowed(all + off))
+			continue;
+		if (size && total + len > size) {
+			free(all);
+			errno = ERANGE;
+			return -1;
+		}
+		if (size)
+			memcpy(out + total, all + off, len);
+		total += len;
+	}
+	free(all);
+	return total;
+}
+
 /* xattrs: on regular files and directories, through /proc/self/fd. */
 static int xattr_path(const struct inode *i, char *path)
 {
@@ -1344,22 +1425,26 @@ static int xattr_reply(struct req *r, ssize_t n, uint32_t size)
 static int get_or_list_xattr(struct req *r, bool list)
 {
 	const struct fuse_getxattr_in *in = (const void *)r->arg;
-	struct inode *i = inode_get(r->h.nodeid);
+	struct inode *i = xa.on ? inode_get(r->h.nodeid) : NULL;
 	void *buf = in->size ? OUT(r) : NULL;
 	size_t size;
 	char path[32];
 	ssize_t n;
 	int ret;
 
+	if (!xa.on)
+		return -ENOSYS;
 	if (!i)
 		return -ESTALE;
 	ret = xattr_size(r, in->size, &size);
 	if (!ret)
 		ret = xattr_path(i, path);
+	if (!ret && !list && !xattr_allowed(r->name[0]))
+		ret = -ENODATA;
 	if (!ret) {
 		if (!in->size)
 			size = 0;
-		n = list ? listxattr(path, buf, size) :
+		n = list ? list_allowed(path, buf, size) :
 			   getxattr(path, r->name[0], buf, size);
 		ret = xattr_reply(r, n, in->size);
 	}
@@ -1381,17 +1466,20 @@ static int op_setxattr(struct req *r)
 {
 	/* Without FUSE_SETXATTR_EXT the guest sends the 8-byte compat form. */
 	const struct fuse_setxattr_in *in = (const void *)r->arg;
-	struct inode *i = inode_get(r->h.nodeid);
 	size_t namelen = strlen(r->name[0]) + 1;
+	struct inode *i;
 	char path[32];
 	int ret;
 
+	if (!xa.on)
+		return -ENOSYS;
+	if (FUSE_COMPAT_SETXATTR_IN_SIZE + namelen + in->size != r->arglen)
+		return -EINVAL;
+	if (!xattr_allowed(r->name[0]))
+		return -EPERM;
+	i = inode_get(r->h.nodeid);
 	if (!i)
 		return -ESTALE;
-	if (FUSE_COMPAT_SETXATTR_IN_SIZE + namelen + in->size != r->arglen) {
-		inode_put(i);
-		return -EINVAL;
-	}
 	ret = xattr_path(i, path);
 	if (!ret && setxattr(path, r->name[0], r->name[0] + namelen, in->size,
 			     in->flags))
@@ -1402,10 +1490,15 @@ static int op_setxattr(struct req *r)
 
 static int op_removexattr(struct req *r)
 {
-	struct inode *i = inode_get(r->h.nodeid);
+	struct inode *i;
 	char path[32];
 	int ret;
 
+	if (!xa.on)
+		return -ENOSYS;
+	if (!xattr_allowed(r->name[0]))
+		return -EPERM;
+	i = inode_get(r->h.nodeid);
 	if (!i)
 		return -ESTALE;
 	ret = xattr_path(i, path);

@@ -523,6 +523,11 @@ static void usage(FILE *f)
 "                          nothing listens on is replaced; a live one, or any\n"
 "                          other file, is not\n"
 "  -g, --socket-group GRP  let group GRP (name or number) connect too (0660)\n"
+"  -x, --xattr             serve extended attributes: user.* only, unless\n"
+"                          --xattr-allow adds prefixes (default: none at all)\n"
+"  -X, --xattr-allow PFX   also let the guest use names starting with PFX, e.g.\n"
+"                          trusted. (up to %u; security. lets the guest set\n"
+"                          file capabilities and LSM labels on the host)\n"
 "  -d, --shared-dir DIR    directory to share; the guest cannot reach outside it\n"
 "  -q, --queues N          request queues, 1-%u (default 1); give QEMU the same\n"
 "                          num-request-queues\n"
@@ -540,7 +545,7 @@ static void usage(FILE *f)
 "inodes and open files are released and the next connection is accepted.\n"
 "SIGTERM, SIGINT or SIGHUP: the rings finish the requests they serve, and\n"
 PROG " exits 0.\n",
-		MAX_REQUEST_QUEUES, MAX_WORKERS);
+		MAX_XATTR_ALLOW, MAX_REQUEST_QUEUES, MAX_WORKERS);
 }
 
 static int parse_uint(const char *s, unsigned int min, unsigned int max,
@@ -578,6 +583,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "socket-group", required_argument, NULL, 'g' },
+		{ "xattr", no_argument, NULL, 'x' },
+		{ "xattr-allow", required_argument, NULL, 'X' },
 		{ "shared-dir", required_argument, NULL, 'd' },
 		{ "queues", required_argument, NULL, 'q' },
 		{ "threads", required_argument, NULL, 't' },
@@ -588,6 +595,9 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
+	static const char *allow[MAX_XATTR_ALLOW];
+	unsigned int nallow = 0;
+	bool xattr = false;
 	gid_t group = (gid_t)-1;
 	struct stat st;
 	sigset_t mask;
@@ -595,7 +605,7 @@ int main(int argc, char **argv)
 	bool quit = false;
 	int c, lock_fd = -1;
 
-	while ((c = getopt_long(argc, argv, "s:g:d:q:t:p:S:i:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:g:xX:d:q:t:p:S:i:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			d.socket_path = optarg;
@@ -605,6 +615,17 @@ int main(int argc, char **argv)
 				logmsg("--socket-group %s: no such group", optarg);
 				return 2;
 			}
+			break;
+		case 'x':
+			xattr = true;
+			break;
+		case 'X':
+			if (!*optarg || nallow == MAX_XATTR_ALLOW) {
+				logmsg("--xattr-allow '%s': give a non-empty prefix, at most %u of them",
+				       optarg, MAX_XATTR_ALLOW);
+				return 2;
+			}
+			allow[nallow++] = optarg;
 			break;
 		case 'd':
 			d.shared_dir = optarg;
@@ -655,6 +676,10 @@ int main(int argc, char **argv)
 		logmsg("unexpected argument '%s' (see --help)", argv[optind]);
 		return 2;
 	}
+	if (nallow && !xattr) {
+		logmsg("--xattr-allow needs --xattr");
+		return 2;
+	}
 	if (!d.socket_path || !d.shared_dir) {
 		logmsg("--socket and --shared-dir are required (see --help)");
 		return 2;
@@ -684,6 +709,7 @@ int main(int argc, char **argv)
 		}
 	}
 	umask(0);	/* the guest's kernel applied its umask already */
+	fuse_set_xattr(xattr, allow, nallow);
 	if (fuse_setup(d.shared_dir))
 		return 1;
 	if (d.stats_path) {

@@ -28,6 +28,8 @@
 #define MAX_REGIONS		VU_MAX_REGIONS
 /* Workers per vring at most (--threads). */
 #define MAX_WORKERS		16
+/* Name prefixes that --xattr-allow may add. */
+#define MAX_XATTR_ALLOW		16
 /* A chain longer than this (after indirect tables) is refused. */
 #define MAX_CHAIN_IOV		1024
 
@@ -144,6 +146,11 @@ struct fuse_ctx {
 };
 
 int fuse_setup(const char *dir);
+/*
+ * xattrs off (every xattr request ENOSYS) or on for user.* and the given
+ * name prefixes; the array must outlive the daemon.
+ */
+void fuse_set_xattr(bool on, const char *const *allow, unsigned int nallow);
 int fuse_ctx_init(struct fuse_ctx *c);
 void fuse_ctx_free(struct fuse_ctx *c);
 /* Serves one chain; returns the number of bytes written to the guest. */
