@@ -33,6 +33,9 @@ Scenarios (default: all):
               a live socket never replaced; SIGHUP ends it like SIGTERM
   xattr       (vufsd, as root) the xattr policy: none without --xattr,
               user.* only with it, more with --xattr-allow
+  fds         (vufsd, as root) descriptors: the hard limit raised to
+              fs.nr_open; under a limit it cannot raise, names already
+              looked up keep working after new ones run out
 
 --daemon virtiofsd runs QEMU 7.2's C virtiofsd (one request queue,
 sandbox=chroot, -o xattr). It exits after each connection (the harness
@@ -45,6 +48,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -67,7 +71,7 @@ from fuse_proto import HIPRIO, ROOT_ID, Op  # noqa: E402
 from vhost_user import KiB, MiB  # noqa: E402
 
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
-             "access", "xattr")
+             "access", "xattr", "fds")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -113,6 +117,7 @@ class Daemon:
         self.proc = None
         self.starts = 0
         self.extra = ["--xattr"]    # as virtiofsd's -o xattr below
+        self.prefix = []            # a command to run the daemon under
 
     def argv(self, socket_path=None):
         sock = socket_path or self.socket
@@ -149,7 +154,7 @@ class Daemon:
             old = ident(os.stat(self.socket))
         except FileNotFoundError:
             old = None
-        self.proc = self.spawn(self.argv())
+        self.proc = self.spawn(self.prefix + self.argv())
         self.starts += 1
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
@@ -2033,16 +2038,100 @@ def scenario_access(ctx):
         os.chmod(d.workdir, 0o700)
 
 
-def side_daemon(ctx, name, extra):
+def side_daemon(ctx, name, extra, prefix=()):
     """Another vufsd on the same share, on socket NAME.sock, with extra
-    options instead of --xattr; started."""
+    options instead of --xattr, run under the prefix command; started."""
     d = Daemon(ctx.args, ctx.daemon.workdir)
     d.socket = os.path.join(d.workdir, f"{name}.sock")
     d.stats = os.path.join(d.workdir, f"{name}.stats")
     d.log = ctx.daemon.log
     d.extra = extra
+    d.prefix = list(prefix)
     d.start()
     return d
+
+
+def can_raise_nofile(limit):
+    """Whether a process here may raise its hard descriptor limit to
+    limit (CAP_SYS_RESOURCE); tried in a child."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def nofile_limits(pid):
+    """(soft, hard) of a process's descriptor limit, from /proc."""
+    with open(f"/proc/{pid}/limits") as f:
+        for line in f:
+            if line.startswith("Max open files"):
+                soft, hard = line.split()[3:5]
+                return int(soft), int(hard)
+    return None
+
+
+def scenario_fds(ctx):
+    """Descriptor limits: raised as far as allowed; known names need none."""
+    t = ctx.tap
+    if not ctx.only_vufsd("fds: descriptor limits", "vufsd's own limits"):
+        return
+    if os.geteuid() != 0:
+        t.skip("fds: raising the hard limit", "needs root")
+        return
+    with open("/proc/sys/fs/nr_open") as f:
+        nr_open = int(f.read())
+    d = side_daemon(ctx, "wide", [], ["prlimit", "--nofile=256:1024"])
+    try:
+        lim = nofile_limits(d.pid)
+        if can_raise_nofile(nr_open):
+            t.ok(lim == (nr_open, nr_open),
+                 f"fds: started with a limit of 256 (hard 1024), it runs "
+                 f"with {lim} (want fs.nr_open, {nr_open})")
+        else:
+            t.ok(lim == (1024, 1024),
+                 f"fds: started with a limit of 256 (hard 1024), it runs "
+                 f"with {lim} (want the hard limit)")
+            t.skip("fds: the hard limit raised to fs.nr_open",
+                   "no CAP_SYS_RESOURCE in this machine's bounding set")
+    finally:
+        t.ok(d.stop() == 0, "fds: that daemon exits 0")
+
+    many = ctx.host("many")
+    os.mkdir(many)
+    for i in range(300):
+        write_file(os.path.join(many, f"f{i:03}"), b"")
+    # 256 descriptors and no CAP_SYS_RESOURCE to raise them.
+    d = side_daemon(ctx, "tight", [], [
+        "prlimit", "--nofile=256:256",
+        "setpriv", "--bounding-set", "-sys_resource", "--"])
+    try:
+        with ctx.connect(daemon=d) as (dev, s):
+            r = s.lookup(ROOT_ID, "many")
+            top = r.entry.nodeid if r.error == 0 and r.entry else None
+            first_err, known = None, 0
+            for i in range(300):
+                r = s.lookup(top, f"f{i:03}")
+                if r.error:
+                    first_err = (i, r.errname())
+                    break
+                known = i + 1
+            again = [s.lookup(top, f"f{i % max(known, 1):03}").error
+                     for i in range(64)]
+            bad = [e for e in again if e]
+        t.ok(first_err is not None and first_err[1] == "-EMFILE" and
+             known > 128,
+             f"fds: under a 256 limit, {known} new names looked up, then "
+             f"{first_err} (want EMFILE)")
+        t.ok(known > 0 and not bad,
+             f"fds: 64 lookups of names it knows still work at the limit "
+             f"({len(bad)} failed: {sorted(set(bad))})")
+    finally:
+        t.ok(d.stop() == 0, "fds: the limited daemon exits 0")
+        shutil.rmtree(many)
 
 
 def scenario_xattr(ctx):
@@ -2159,7 +2248,8 @@ def scenario_xattr(ctx):
 RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "malformed": scenario_malformed, "escape": scenario_escape,
        "disconnect": scenario_disconnect, "reset": scenario_reset,
-       "access": scenario_access, "xattr": scenario_xattr}
+       "access": scenario_access, "xattr": scenario_xattr,
+       "fds": scenario_fds}
 
 
 def daemon_start_checks(ctx):

@@ -562,6 +562,39 @@ static int parse_uint(const char *s, unsigned int min, unsigned int max,
 	return 0;
 }
 
+/*
+ * Every inode the guest holds and every file it opens is a descriptor
+ * here: take the most the system allows (fs.nr_open, when privileged
+ * enough to raise the hard limit), else the hard limit.
+ */
+static void raise_fd_limit(void)
+{
+	unsigned long long nr_open = 0;
+	struct rlimit rl;
+	FILE *f;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	f = fopen("/proc/sys/fs/nr_open", "re");
+	if (f) {
+		if (fscanf(f, "%llu", &nr_open) != 1)
+			nr_open = 0;
+		fclose(f);
+	}
+	if (nr_open > rl.rlim_max) {
+		struct rlimit want = { .rlim_cur = nr_open, .rlim_max = nr_open };
+
+		if (!setrlimit(RLIMIT_NOFILE, &want))
+			rl = want;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && verbose)
+		logmsg("descriptor limit %llu", (unsigned long long)rl.rlim_cur);
+}
+
 /* parse_group: a group name, or a number. */
 static int parse_group(const char *s, gid_t *out)
 {
@@ -699,15 +732,7 @@ int main(int argc, char **argv)
 		pthread_mutex_init(&r->call_lock, NULL);
 		pthread_mutex_init(&r->lock, NULL);
 	}
-	/* The files the guest opens count against our limit: take the most. */
-	{
-		struct rlimit rl;
-
-		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-			rl.rlim_cur = rl.rlim_max;
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
-	}
+	raise_fd_limit();
 	umask(0);	/* the guest's kernel applied its umask already */
 	fuse_set_xattr(xattr, allow, nallow);
 	if (fuse_setup(d.shared_dir))
