@@ -36,6 +36,8 @@ Scenarios (default: all):
   fds         (vufsd, as root) descriptors: the hard limit raised to
               fs.nr_open; under a limit it cannot raise, names already
               looked up keep working after new ones run out
+  shrink      (vufsd) the VMM cuts the memfd behind a region under a
+              request: the daemon drops that connection and lives
 
 --daemon virtiofsd runs QEMU 7.2's C virtiofsd (one request queue,
 sandbox=chroot, -o xattr). It exits after each connection (the harness
@@ -71,7 +73,7 @@ from fuse_proto import HIPRIO, ROOT_ID, Op  # noqa: E402
 from vhost_user import KiB, MiB  # noqa: E402
 
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
-             "access", "xattr", "fds")
+             "access", "xattr", "fds", "shrink")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -2243,13 +2245,60 @@ def scenario_xattr(ctx):
     os.unlink(path)
 
 
+def scenario_shrink(ctx):
+    """The VMM shrinks the file behind guest memory after SET_MEM_TABLE:
+    the request that touches the lost pages costs the connection, never
+    the daemon."""
+    t, d, tmo = ctx.tap, ctx.daemon, ctx.args.timeout
+    if not ctx.only_vufsd("shrink: guest memory cut under the daemon",
+                          "virtiofsd's own memory handling"):
+        return
+    write_file(ctx.host("shrink"), b"shrink\n")
+    closed, placed = None, False
+    with ctx.connect() as (dev, s):
+        mem = dev.mem
+        cut = mem.regions[-1]
+        r = s.lookup(ROOT_ID, "shrink")
+        node = r.entry.nodeid if r.error == 0 and r.entry else ROOT_ID
+        # A GETATTR whose reply goes to the last page of the last region,
+        # far above the rings there: the file is cut at that page, and
+        # this side touches rings, never that page, until the cut is
+        # undone.
+        last = cut.gpa + cut.size - 4096
+        rings = max(mem.offset(a) for vq in dev.vqs
+                    for a in (vq.desc, vq.avail, vq.used))
+        req = s.request(fp.Op.GETATTR, node, fp.GETATTR_IN.pack(0, 0, 0),
+                        out_size=fp.ATTR_OUT_SIZE)
+        out = sum(n for g, n, w in req.segs if w)
+        req.segs = [seg for seg in req.segs if not seg[2]] + [(last, out, True)]
+        placed = mem.offset(last) > rings + 4096
+        if placed:
+            dev.submit(req, queue=1, kick=False)
+            os.ftruncate(mem.fd, mem.offset(last))
+            dev.vqs[1].kick()
+            closed = dev.conn.wait_closed(tmo)
+            os.ftruncate(mem.fd, mem.size)
+    t.ok(placed, "shrink: the reply page lies above every ring")
+    with open(d.log, errors="replace") as f:
+        said = "guest memory shrank" in f.read()
+    t.ok(closed and d.alive() and said,
+         f"shrink: the memfd cut under a GETATTR's reply: the "
+         f"daemon closed the connection ({closed}), logged why ({said}) "
+         f"and runs ({d.alive()}, exit {d.proc.poll()})")
+    ctx.check_alive("shrink: after the cut")
+    with ctx.connect() as (dev, s):
+        r = s.getattr(ROOT_ID)
+        ctx.expect("shrink: the next connection is served (GETATTR /)", r)
+    os.unlink(ctx.host("shrink"))
+
+
 # --- main --------------------------------------------------------------------
 
 RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "malformed": scenario_malformed, "escape": scenario_escape,
        "disconnect": scenario_disconnect, "reset": scenario_reset,
        "access": scenario_access, "xattr": scenario_xattr,
-       "fds": scenario_fds}
+       "fds": scenario_fds, "shrink": scenario_shrink}
 
 
 def daemon_start_checks(ctx):

@@ -409,7 +409,8 @@ static inline void vu_unmap_regions(struct vu_region_map *r, unsigned int n)
 
 /*
  * SET_MEM_TABLE: checks every region (one fd each, no wrap-around, within
- * its fd, so no access can fault) and maps it. Returns the number of
+ * its fd when the table arrives; a VMM can still shrink the fd later, which
+ * the daemon must survive) and maps it. Returns the number of
  * regions, or -EINVAL with nothing left mapped.
  */
 static inline int vu_map_mem_table(const struct vu_msg *msg, const int *fds,

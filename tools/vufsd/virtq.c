@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -51,8 +53,84 @@ void *uaddr_to_va(const struct memory *m, uint64_t uaddr, uint64_t len)
 	return translate(m, uaddr, len, true);
 }
 
+/*
+ * The VMM owns the files behind guest memory and may shrink one after
+ * SET_MEM_TABLE: touching a page past the new end then raises SIGBUS, in a
+ * worker's copy or ring access. The handler puts a private zero page in
+ * place of that page of our mapping, so the access completes on memory
+ * the guest never sees, and tells the main thread (memory_fault_fd()),
+ * which drops the connection: the VMM loses its device, the daemon lives.
+ * A SIGBUS anywhere else is a bug here and kills the daemon as before.
+ *
+ * The mapped ranges are published for the handler while the rings are
+ * stopped (set_mem_table() and reset_device() stop them first).
+ */
+static struct {
+	uintptr_t start, end;
+} guarded[MAX_REGIONS];
+static unsigned int nguarded;
+static int fault_fd = -1;
+static long page_size;
+
+static void memory_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+	unsigned int i, n = __atomic_load_n(&nguarded, __ATOMIC_ACQUIRE);
+	uint64_t one = 1;
+	int saved = errno;
+
+	for (i = 0; i < n; i++) {
+		void *page = (void *)(a & ~(uintptr_t)(page_size - 1));
+
+		if (a < guarded[i].start || a >= guarded[i].end)
+			continue;
+		if (mmap(page, page_size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+		    MAP_FAILED)
+			break;
+		if (write(fault_fd, &one, sizeof(one)) < 0) {
+			/* The counter is full: a wake-up is pending anyway. */
+		}
+		errno = saved;
+		return;
+	}
+	/* Not guest memory: let the fault kill us when it happens again. */
+	signal(SIGBUS, SIG_DFL);
+	errno = saved;
+}
+
+int memory_guard_init(void)
+{
+	struct sigaction sa = { .sa_sigaction = memory_sigbus,
+				.sa_flags = SA_SIGINFO };
+
+	page_size = sysconf(_SC_PAGESIZE);
+	fault_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fault_fd < 0 || sigaction(SIGBUS, &sa, NULL))
+		return -1;
+	return 0;
+}
+
+int memory_fault_fd(void)
+{
+	return fault_fd;
+}
+
+void memory_publish(const struct memory *m)
+{
+	unsigned int i;
+
+	__atomic_store_n(&nguarded, 0, __ATOMIC_RELEASE);
+	for (i = 0; i < m->nregions; i++) {
+		guarded[i].start = (uintptr_t)m->regions[i].map;
+		guarded[i].end = guarded[i].start + m->regions[i].map_len;
+	}
+	__atomic_store_n(&nguarded, m->nregions, __ATOMIC_RELEASE);
+}
+
 void memory_unmap(struct memory *m)
 {
+	__atomic_store_n(&nguarded, 0, __ATOMIC_RELEASE);
 	vu_unmap_regions(m->regions, m->nregions);
 	m->nregions = 0;
 }

@@ -243,6 +243,7 @@ static int set_mem_table(struct vu_msg *msg, int *fds, unsigned int nfds)
 		memory_unmap(&d.mem);
 	d.mem = m;
 	d.mem_set = true;
+	memory_publish(&d.mem);
 	start_ready();
 	return 0;
 }
@@ -753,6 +754,10 @@ int main(int argc, char **argv)
 	/* Blocked before the ring threads exist, so they inherit the mask. */
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	d.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (memory_guard_init()) {
+		logmsg("cannot set up the SIGBUS guard: %m");
+		return 1;
+	}
 	d.listen_fd = vu_listen(d.socket_path, group, &lock_fd);
 	if (d.sig_fd < 0 || d.listen_fd < 0)
 		return 1;
@@ -763,12 +768,14 @@ int main(int argc, char **argv)
 	write_stats();
 
 	while (!quit) {
-		struct pollfd pfd[2] = {
+		struct pollfd pfd[3] = {
 			{ .fd = d.sig_fd, .events = POLLIN },
 			{ .fd = d.conn_fd >= 0 ? d.conn_fd : d.listen_fd,
 			  .events = POLLIN },
+			{ .fd = memory_fault_fd(), .events = POLLIN },
 		};
-		int n = poll(pfd, 2, d.stats_fd >= 0 ? (int)d.stats_ms : -1);
+		int n = poll(pfd, 3, d.stats_fd >= 0 ? (int)d.stats_ms : -1);
+		uint64_t faults;
 
 		if (n < 0 && errno != EINTR) {
 			logmsg("poll: %m");
@@ -783,6 +790,13 @@ int main(int argc, char **argv)
 				logmsg("signal %u: finishing the requests in flight and exiting",
 				       si.ssi_signo);
 				quit = true;
+			}
+		} else if (pfd[2].revents & POLLIN) {
+			if (read(memory_fault_fd(), &faults, sizeof(faults)) ==
+			    sizeof(faults) && d.conn_fd >= 0) {
+				logmsg("guest memory shrank under a request (the VMM cut the file behind it): %" PRIu64 " page fault%s, dropping the connection",
+				       faults, faults == 1 ? "" : "s");
+				disconnect();
 			}
 		} else if (pfd[1].revents) {
 			if (d.conn_fd < 0)

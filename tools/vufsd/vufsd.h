@@ -46,6 +46,15 @@ struct memory {
 void *gpa_to_va(const struct memory *m, uint64_t gpa, uint64_t len);
 void *uaddr_to_va(const struct memory *m, uint64_t uaddr, uint64_t len);
 void memory_unmap(struct memory *m);
+/*
+ * Survive a VMM that shrinks guest memory: SIGBUS on a mapped region is
+ * absorbed and counted on memory_fault_fd() (an eventfd) for the main
+ * thread, which drops the connection. memory_publish() makes a new table
+ * the guarded one; memory_unmap() unguards it.
+ */
+int memory_guard_init(void);
+int memory_fault_fd(void);
+void memory_publish(const struct memory *m);
 
 /* ---- statistics ---- */
 
