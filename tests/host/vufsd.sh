@@ -11,7 +11,7 @@ SUITE_ORDER=20
 SUITE_NEEDS=(tools)
 SUITE_TIMEOUT=600
 TESTS=(ops queues malformed escape disconnect reset access xattr fds shrink
-	ops_poll disconnect_poll ops_threads queues_threads disconnect_threads
+	sandbox ops_poll disconnect_poll ops_threads queues_threads disconnect_threads
 	reset_threads)
 
 desc_ops="every FUSE opcode on a 2-queue device"
@@ -24,6 +24,7 @@ desc_access="socket mode 0600 (nobody cannot connect), --socket-group, one daemo
 desc_xattr="xattrs: none without --xattr (ENOSYS), user.* only with it (security.capability, trusted.*, system.* refused with EPERM, hidden from GET and LIST), more with --xattr-allow"
 desc_fds="descriptor limits: the hard limit raised to fs.nr_open where allowed; under 256 it cannot raise, names already looked up keep working after new ones fail with EMFILE"
 desc_shrink="the VMM cuts the memfd behind a GETATTR's reply page after SET_MEM_TABLE: the daemon drops that connection, logs why, lives and serves the next"
+desc_sandbox="the sandboxed server: own mnt/pid/net/ipc/uts namespaces, the share as /, capabilities cut to chown, dac_override, dac_read_search, fowner, fsetid, no_new_privs; supervisor and server do not outlive each other; --sandbox none"
 desc_ops_poll="ops with busy-polling rings (--busy-poll 200)"
 desc_disconnect_poll="disconnect with busy-polling rings"
 desc_ops_threads="ops with three workers per request queue (--threads 3)"

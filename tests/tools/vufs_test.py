@@ -38,6 +38,9 @@ Scenarios (default: all):
               looked up keep working after new ones run out
   shrink      (vufsd) the VMM cuts the memfd behind a region under a
               request: the daemon drops that connection and lives
+  sandbox     (vufsd, as root) the server's namespaces, root, capabilities
+              and no_new_privs; the supervisor and the server outlive
+              neither each other nor a SIGKILL; --sandbox none
 
 --daemon virtiofsd runs QEMU 7.2's C virtiofsd (one request queue,
 sandbox=chroot, -o xattr). It exits after each connection (the harness
@@ -73,7 +76,7 @@ from fuse_proto import HIPRIO, ROOT_ID, Op  # noqa: E402
 from vhost_user import KiB, MiB  # noqa: E402
 
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
-             "access", "xattr", "fds", "shrink")
+             "access", "xattr", "fds", "shrink", "sandbox")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -120,6 +123,7 @@ class Daemon:
         self.starts = 0
         self.extra = ["--xattr"]    # as virtiofsd's -o xattr below
         self.prefix = []            # a command to run the daemon under
+        self.served_by = None       # the serving process, once started
 
     def argv(self, socket_path=None):
         sock = socket_path or self.socket
@@ -166,15 +170,44 @@ class Daemon:
             try:
                 st = os.stat(self.socket)
                 if stat.S_ISSOCK(st.st_mode) and ident(st) != old:
+                    if self.sandboxed() and not self.server_ready():
+                        time.sleep(0.02)
+                        continue
+                    self.served_by = self.pid
                     return
             except FileNotFoundError:
                 pass
             time.sleep(0.02)
         raise DaemonDied(f"{self.kind} made no socket in {self.timeout} s")
 
+    def server_ready(self):
+        """The sandboxed server is forked and set up: its first stats
+        snapshot, written once it is sandboxed, names it."""
+        pid = self.pid
+        st = Stats(self.stats, self.timeout).parse()
+        return pid != self.proc.pid and st is not None and \
+            st.get("pid") == pid
+
+    def sandboxed(self):
+        """vufsd serves from a child of the process started unless told
+        --sandbox none."""
+        argv = self.argv()
+        return self.kind == "vufsd" and not any(
+            a == "none" and b == "--sandbox" for b, a in zip(argv, argv[1:]))
+
     @property
     def pid(self):
-        return self.proc.pid if self.proc else None
+        """The serving process: vufsd's sandboxed server is the one child
+        of the process started (its supervisor)."""
+        if not self.proc:
+            return None
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/"
+                      "children") as f:
+                kids = f.read().split()
+        except OSError:
+            kids = []
+        return int(kids[0]) if len(kids) == 1 else self.proc.pid
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -1967,8 +2000,8 @@ def scenario_access(ctx):
                 pid = f.read().strip()
         except OSError as e:
             pid = None if e.errno == errno.ENOENT else str(e)
-        t.ok(pid == str(d.pid), f"access: {d.socket}.pid holds the "
-             f"daemon's pid ({pid!r}, want {d.pid})")
+        t.ok(pid == str(d.proc.pid), f"access: {d.socket}.pid holds the "
+             f"pid of the process started ({pid!r}, want {d.proc.pid})")
 
         # A second daemon on the same socket is refused; the first serves on.
         ino = os.stat(d.socket).st_ino
@@ -2292,13 +2325,125 @@ def scenario_shrink(ctx):
     os.unlink(ctx.host("shrink"))
 
 
+def proc_status(pid):
+    """/proc/PID/status as a dict of strings."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def namespaces(pid):
+    return {ns: os.readlink(f"/proc/{pid}/ns/{ns}")
+            for ns in ("mnt", "pid", "net", "ipc", "uts")}
+
+
+def wait_gone(pid, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(") ")[1].startswith("Z"):
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def scenario_sandbox(ctx):
+    """What the sandboxed server can reach, and its life with the
+    supervisor."""
+    t, d, tmo = ctx.tap, ctx.daemon, ctx.args.timeout
+    if not ctx.only_vufsd("sandbox", "virtiofsd has its own"):
+        return
+    if os.geteuid() != 0:
+        t.skip("sandbox", "needs root")
+        return
+    base = 1 << 0 | 1 << 1 | 1 << 2 | 1 << 3 | 1 << 4   # CHOWN..FSETID
+    write_file(ctx.host("marker"), b"in the share\n")
+    server, mine = d.pid, namespaces(os.getpid())
+    t.ok(server != d.proc.pid, f"sandbox: the server ({server}) is a child "
+         f"of the process started ({d.proc.pid})")
+    theirs = namespaces(server)
+    same = [ns for ns in mine if mine[ns] == theirs[ns]]
+    t.ok(not same, f"sandbox: the server has its own mnt, pid, net, ipc and "
+         f"uts namespaces (shared with the host: {same})")
+    t.ok(namespaces(d.proc.pid) == mine,
+         "sandbox: the supervisor stays in the host's namespaces")
+    root = sorted(os.listdir(f"/proc/{server}/root"))
+    t.ok("marker" in root and root == sorted(os.listdir(d.share)),
+         f"sandbox: the server's / is the shared directory ({root[:5]}, "
+         "as in the share)")
+    os.unlink(ctx.host("marker"))
+    st = proc_status(server)
+    caps = {k: int(st[k], 16) for k in ("CapEff", "CapPrm", "CapBnd",
+                                        "CapInh", "CapAmb")}
+    t.ok(caps == {"CapEff": base, "CapPrm": base, "CapBnd": base,
+                  "CapInh": 0, "CapAmb": 0} and st.get("NoNewPrivs") == "1",
+         f"sandbox: capabilities { {k: hex(v) for k, v in caps.items()} }, "
+         f"no_new_privs {st.get('NoNewPrivs')} (want {base:#x}: chown, "
+         "dac_override, dac_read_search, fowner, fsetid)")
+
+    # --xattr-allow trusted. keeps what trusted.* needs (CAP_SYS_ADMIN).
+    x = side_daemon(ctx, "xtrusted", ["--xattr", "-X", "trusted."])
+    try:
+        eff = int(proc_status(x.pid)["CapEff"], 16)
+        t.ok(eff == base | 1 << 21, f"sandbox: with --xattr-allow trusted. "
+             f"the server keeps sys_admin ({eff:#x})")
+    finally:
+        x.stop()
+
+    # The server killed: the supervisor cleans up and reports it.
+    k = side_daemon(ctx, "kserver", [])
+    try:
+        os.kill(k.pid, signal.SIGKILL)
+        rc = wait_exit(k.proc, tmo)
+        t.ok(rc == 128 + signal.SIGKILL and not os.path.exists(k.socket)
+             and not os.path.exists(k.socket + ".pid"),
+             f"sandbox: SIGKILL of the server: the supervisor exits {rc} "
+             "(want 137), socket and pid file removed")
+    finally:
+        k.stop()
+    # The supervisor killed: the server goes with it.
+    k = side_daemon(ctx, "ksuper", [])
+    try:
+        srv = k.pid
+        k.proc.kill()
+        k.proc.wait(tmo)
+        t.ok(wait_gone(srv, tmo), "sandbox: SIGKILL of the supervisor: the "
+             "server goes too (PR_SET_PDEATHSIG)")
+    finally:
+        k.stop()
+
+    # --sandbox none: one process, in the host's namespaces.
+    n = side_daemon(ctx, "nobox", ["--sandbox", "none"])
+    try:
+        t.ok(n.pid == n.proc.pid and namespaces(n.pid) == mine,
+             "sandbox: --sandbox none serves from the process started, in "
+             "the host's namespaces")
+        with ctx.connect(daemon=n) as (dev, s):
+            ctx.expect("sandbox: --sandbox none serves (GETATTR /)",
+                       s.getattr(ROOT_ID))
+    finally:
+        t.ok(n.stop() == 0, "sandbox: --sandbox none exits 0 on SIGTERM")
+    p = subprocess.run([d.argv()[0], "-s", os.path.join(d.workdir, "b.sock"),
+                        "-d", d.share, "--sandbox", "chroot"],
+                       capture_output=True, text=True, timeout=tmo)
+    t.ok(p.returncode == 2 and "--sandbox" in p.stderr,
+         f"sandbox: --sandbox chroot: exit {p.returncode} (want 2)")
+
+
 # --- main --------------------------------------------------------------------
 
 RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "malformed": scenario_malformed, "escape": scenario_escape,
        "disconnect": scenario_disconnect, "reset": scenario_reset,
        "access": scenario_access, "xattr": scenario_xattr,
-       "fds": scenario_fds, "shrink": scenario_shrink}
+       "fds": scenario_fds, "shrink": scenario_shrink,
+       "sandbox": scenario_sandbox}
 
 
 def daemon_start_checks(ctx):
@@ -2435,7 +2580,7 @@ def main():
         if ctx.vufsd:
             tap.ok(rc == 0, f"daemon: SIGTERM ends it with exit status {rc}")
             st = ctx.stats.parse() if ctx.stats else None
-            tap.ok(st is not None and st.get("pid") == daemon.pid,
+            tap.ok(st is not None and st.get("pid") == daemon.served_by,
                    "daemon: the stats file is whole after the exit "
                    f"(seq {st and st.get('seq')})")
         if tap.failed or args.keep:

@@ -434,13 +434,14 @@ void fuse_counts(uint64_t *inodes, uint64_t *handles)
 	pthread_mutex_unlock(&fs.lock);
 }
 
-int fuse_setup(const char *dir)
+int fuse_setup(const char *dir, int proc_fd)
 {
 	struct inode *root;
 	struct stat st;
 	int fd;
 
-	fs.proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	fs.proc_fd = proc_fd >= 0 ? proc_fd :
+		     open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fs.proc_fd < 0) {
 		logmsg("cannot open /proc/self/fd (is /proc mounted?): %m");
 		return -1;
@@ -1370,18 +1371,18 @@ static bool xattr_allowed(const char *name)
 }
 
 /*
- * listxattr() of path with the names the policy hides taken out: into
+ * flistxattr() of fd with the names the policy hides taken out: into
  * out (size bytes, ERANGE if the rest does not fit), or only the length
  * when size is 0.
  */
-static ssize_t list_allowed(const char *path, char *out, size_t size)
+static ssize_t list_allowed(int fd, char *out, size_t size)
 {
 	ssize_t n, total = 0, off;
 	char *all = NULL;
 	size_t len;
 
 	for (;;) {
-		n = listxattr(path, NULL, 0);
+		n = flistxattr(fd, NULL, 0);
 		if (n <= 0)
 			return n;
 		free(all);
@@ -1390,7 +1391,7 @@ static ssize_t list_allowed(const char *path, char *out, size_t size)
 			errno = ENOMEM;
 			return -1;
 		}
-		n = listxattr(path, all, n);
+		n = flistxattr(fd, all, n);
 		if (n >= 0)
 			break;
 		if (errno != ERANGE) {	/* ERANGE: the list grew meanwhile */
@@ -1417,13 +1418,21 @@ static ssize_t list_allowed(const char *path, char *out, size_t size)
 	return total;
 }
 
-/* xattrs: on regular files and directories, through /proc/self/fd. */
-static int xattr_path(const struct inode *i, char *path)
+/*
+ * xattrs: on regular files and directories only, through a descriptor
+ * opened from the inode's own (via /proc/self/fd), which works inside the
+ * sandbox, where no absolute path leads to /proc. Returns it, or -errno.
+ */
+static int xattr_fd(const struct inode *i)
 {
+	char p[16];
+	int fd;
+
 	if (i->type != S_IFREG && i->type != S_IFDIR)
 		return -ENOTSUP;
-	snprintf(path, 32, "/proc/self/fd/%d", i->fd);
-	return 0;
+	snprintf(p, sizeof(p), "%d", i->fd);
+	fd = openat(fs.proc_fd, p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 /*
@@ -1458,28 +1467,30 @@ static int xattr_reply(struct req *r, ssize_t n, uint32_t size)
 static int get_or_list_xattr(struct req *r, bool list)
 {
 	const struct fuse_getxattr_in *in = (const void *)r->arg;
-	struct inode *i = xa.on ? inode_get(r->h.nodeid) : NULL;
 	void *buf = in->size ? OUT(r) : NULL;
+	struct inode *i;
 	size_t size;
-	char path[32];
 	ssize_t n;
-	int ret;
+	int ret, fd;
 
 	if (!xa.on)
 		return -ENOSYS;
+	i = inode_get(r->h.nodeid);
 	if (!i)
 		return -ESTALE;
 	ret = xattr_size(r, in->size, &size);
-	if (!ret)
-		ret = xattr_path(i, path);
 	if (!ret && !list && !xattr_allowed(r->name[0]))
 		ret = -ENODATA;
-	if (!ret) {
+	fd = ret ? ret : xattr_fd(i);
+	if (fd >= 0) {
 		if (!in->size)
 			size = 0;
-		n = list ? list_allowed(path, buf, size) :
-			   getxattr(path, r->name[0], buf, size);
+		n = list ? list_allowed(fd, buf, size) :
+			   fgetxattr(fd, r->name[0], buf, size);
 		ret = xattr_reply(r, n, in->size);
+		close(fd);
+	} else {
+		ret = fd;
 	}
 	inode_put(i);
 	return ret;
@@ -1501,8 +1512,7 @@ static int op_setxattr(struct req *r)
 	const struct fuse_setxattr_in *in = (const void *)r->arg;
 	size_t namelen = strlen(r->name[0]) + 1;
 	struct inode *i;
-	char path[32];
-	int ret;
+	int fd, ret = 0;
 
 	if (!xa.on)
 		return -ENOSYS;
@@ -1513,10 +1523,14 @@ static int op_setxattr(struct req *r)
 	i = inode_get(r->h.nodeid);
 	if (!i)
 		return -ESTALE;
-	ret = xattr_path(i, path);
-	if (!ret && setxattr(path, r->name[0], r->name[0] + namelen, in->size,
-			     in->flags))
+	fd = xattr_fd(i);
+	if (fd < 0)
+		ret = fd;
+	else if (fsetxattr(fd, r->name[0], r->name[0] + namelen, in->size,
+			   in->flags))
 		ret = -errno;
+	if (fd >= 0)
+		close(fd);
 	inode_put(i);
 	return ret;
 }
@@ -1524,8 +1538,7 @@ static int op_setxattr(struct req *r)
 static int op_removexattr(struct req *r)
 {
 	struct inode *i;
-	char path[32];
-	int ret;
+	int fd, ret = 0;
 
 	if (!xa.on)
 		return -ENOSYS;
@@ -1534,9 +1547,13 @@ static int op_removexattr(struct req *r)
 	i = inode_get(r->h.nodeid);
 	if (!i)
 		return -ESTALE;
-	ret = xattr_path(i, path);
-	if (!ret && removexattr(path, r->name[0]))
+	fd = xattr_fd(i);
+	if (fd < 0)
+		ret = fd;
+	else if (fremovexattr(fd, r->name[0]))
 		ret = -errno;
+	if (fd >= 0)
+		close(fd);
 	inode_put(i);
 	return ret;
 }

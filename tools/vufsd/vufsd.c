@@ -30,6 +30,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <linux/capability.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
 
@@ -46,7 +47,9 @@ static struct daemon {
 	unsigned int busy_poll_us;
 	unsigned int threads;		/* workers per request queue */
 	unsigned int stats_ms;
-	int listen_fd, conn_fd, sig_fd, stats_fd;
+	int listen_fd, conn_fd, sig_fd, stats_fd, lock_fd;
+	bool sandbox;			/* --sandbox namespace */
+	pid_t pid;			/* as the host sees it */
 	uint64_t features;
 	uint64_t protocol_features;
 	struct memory mem;
@@ -56,7 +59,8 @@ static struct daemon {
 	/* Counters of the connections that ended, added to the live ones. */
 	struct vq_stats past[MAX_VRINGS];
 } d = { .listen_fd = -1, .conn_fd = -1, .sig_fd = -1, .stats_fd = -1,
-	.queues = 1, .threads = 1, .stats_ms = 200 };
+	.lock_fd = -1, .sandbox = true, .queues = 1, .threads = 1,
+	.stats_ms = 200 };
 
 void logmsg(const char *fmt, ...)
 {
@@ -136,7 +140,7 @@ static void write_stats(void)
 		       "\nconnected %d\nmessages %" PRIu64 "\nrefused %" PRIu64
 		       "\nqueues %u\ninodes %" PRIu64 "\nhandles %" PRIu64
 		       "\ncpu_us %" PRIu64 "\n",
-		       ++d.seq, getpid(), d.connections, d.conn_fd >= 0,
+		       ++d.seq, (int)d.pid, d.connections, d.conn_fd >= 0,
 		       d.messages, d.refused, d.nvrings, inodes, handles,
 		       (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
 		       ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
@@ -524,6 +528,9 @@ static void usage(FILE *f)
 "                          nothing listens on is replaced; a live one, or any\n"
 "                          other file, is not\n"
 "  -g, --socket-group GRP  let group GRP (name or number) connect too (0660)\n"
+"      --sandbox MODE      namespace (default): serve from new namespaces with\n"
+"                          the shared directory as root and few capabilities\n"
+"                          (needs root); none: as started, for debugging\n"
 "  -x, --xattr             serve extended attributes: user.* only, unless\n"
 "                          --xattr-allow adds prefixes (default: none at all)\n"
 "  -X, --xattr-allow PFX   also let the guest use names starting with PFX, e.g.\n"
@@ -596,6 +603,45 @@ static void raise_fd_limit(void)
 		logmsg("descriptor limit %llu", (unsigned long long)rl.rlim_cur);
 }
 
+/* Remove the socket and the pid file, drop the lock. */
+static void unlisten(void)
+{
+	vu_unlisten(d.socket_path, d.listen_fd, d.lock_fd);
+	d.listen_fd = d.lock_fd = -1;
+}
+
+/* Does an --xattr-allow prefix let the guest at names under ns? */
+static bool allows_ns(const char *const *allow, unsigned int n, const char *ns)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (!strncmp(allow[i], ns, strlen(allow[i]) < strlen(ns) ?
+			     strlen(allow[i]) : strlen(ns)))
+			return true;
+	return false;
+}
+
+/*
+ * What the sandboxed server keeps: the file operations act on files of
+ * any owner and mode (DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER), give new
+ * files the guest's owner (CHOWN) and keep set-id bits where the kernel
+ * would (FSETID). trusted.* xattrs need SYS_ADMIN and security.capability
+ * SETFCAP: kept only when --xattr-allow lets the guest at them.
+ */
+static uint64_t server_caps(const char *const *allow, unsigned int n)
+{
+	uint64_t keep = 1ULL << CAP_CHOWN | 1ULL << CAP_DAC_OVERRIDE |
+			1ULL << CAP_DAC_READ_SEARCH | 1ULL << CAP_FOWNER |
+			1ULL << CAP_FSETID;
+
+	if (allows_ns(allow, n, "trusted."))
+		keep |= 1ULL << CAP_SYS_ADMIN;
+	if (allows_ns(allow, n, "security."))
+		keep |= 1ULL << CAP_SETFCAP;
+	return keep;
+}
+
 /* parse_group: a group name, or a number. */
 static int parse_group(const char *s, gid_t *out)
 {
@@ -617,6 +663,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "socket-group", required_argument, NULL, 'g' },
+		{ "sandbox", required_argument, NULL, 'B' },
 		{ "xattr", no_argument, NULL, 'x' },
 		{ "xattr-allow", required_argument, NULL, 'X' },
 		{ "shared-dir", required_argument, NULL, 'd' },
@@ -637,7 +684,7 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	unsigned int i;
 	bool quit = false;
-	int c, lock_fd = -1;
+	int c, proc_fd = -1;
 
 	while ((c = getopt_long(argc, argv, "s:g:xX:d:q:t:p:S:i:vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -650,6 +697,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'B':
+			if (!strcmp(optarg, "namespace") || !strcmp(optarg, "none")) {
+				d.sandbox = !strcmp(optarg, "namespace");
+				break;
+			}
+			logmsg("--sandbox %s: give namespace or none", optarg);
+			return 2;
 		case 'x':
 			xattr = true;
 			break;
@@ -736,14 +790,34 @@ int main(int argc, char **argv)
 	raise_fd_limit();
 	umask(0);	/* the guest's kernel applied its umask already */
 	fuse_set_xattr(xattr, allow, nallow);
-	if (fuse_setup(d.shared_dir))
-		return 1;
 	if (d.stats_path) {
 		d.stats_fd = open(d.stats_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 		if (d.stats_fd < 0) {
 			logmsg("--stats %s: %m", d.stats_path);
 			return 1;
 		}
+	}
+	d.listen_fd = vu_listen(d.socket_path, group, &d.lock_fd);
+	if (d.listen_fd < 0)
+		return 1;
+	d.pid = getpid();
+	if (d.sandbox) {
+		pid_t supervisor = d.pid;
+
+		/* Returns in the sandboxed server only. */
+		if (sandbox_enter(d.shared_dir, &proc_fd, &d.pid, unlisten)) {
+			if (getpid() == supervisor)
+				unlisten();
+			return 1;
+		}
+		close(d.lock_fd);	/* the supervisor's */
+		d.lock_fd = -1;
+	}
+	if (fuse_setup(d.sandbox ? "/" : d.shared_dir, proc_fd) ||
+	    (d.sandbox && sandbox_drop_caps(server_caps(allow, nallow)))) {
+		if (!d.sandbox)
+			unlisten();
+		return 1;
 	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -754,13 +828,12 @@ int main(int argc, char **argv)
 	/* Blocked before the ring threads exist, so they inherit the mask. */
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	d.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (memory_guard_init()) {
-		logmsg("cannot set up the SIGBUS guard: %m");
+	if (d.sig_fd < 0 || memory_guard_init()) {
+		logmsg("cannot set up signal handling: %m");
+		if (!d.sandbox)
+			unlisten();
 		return 1;
 	}
-	d.listen_fd = vu_listen(d.socket_path, group, &lock_fd);
-	if (d.sig_fd < 0 || d.listen_fd < 0)
-		return 1;
 	logmsg("serving %s on %s with %u request queue%s, %u worker%s each%s",
 	       d.shared_dir, d.socket_path, d.queues, d.queues == 1 ? "" : "s",
 	       d.threads, d.threads == 1 ? "" : "s",
@@ -809,6 +882,8 @@ int main(int argc, char **argv)
 	if (d.conn_fd >= 0)
 		disconnect();
 	write_stats();
-	vu_unlisten(d.socket_path, d.listen_fd, lock_fd);
+	/* Sandboxed, the supervisor removes the socket: it is not here. */
+	if (!d.sandbox)
+		unlisten();
 	return 0;
 }

@@ -142,6 +142,20 @@ size_t buf_to_iov(const struct iovec *iov, unsigned int n, size_t skip,
 unsigned int iov_slice(const struct iovec *iov, unsigned int n, size_t skip,
 		       size_t len, struct iovec *dst, unsigned int max);
 
+/* ---- the sandbox (sandbox.c) ---- */
+
+/*
+ * Fork: the caller stays outside as the supervisor (forwards the stop
+ * signals, calls cleanup when the server exits, exits with its status;
+ * never returns), the child enters new namespaces with dir as its root
+ * and returns 0 with /proc/self/fd open in *proc_fd and its host PID in
+ * *host_pid. -1 on failure, in whichever process it happened.
+ */
+int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
+		  void (*cleanup)(void));
+/* Keep only the capabilities in keep (CAP_* bits); set no_new_privs. */
+int sandbox_drop_caps(uint64_t keep);
+
 /* ---- FUSE (fuse.c) ---- */
 
 /* Per-thread scratch space of a request. */
@@ -154,7 +168,8 @@ struct fuse_ctx {
 	struct vq_stats *stats;
 };
 
-int fuse_setup(const char *dir);
+/* Serve dir; proc_fd is /proc/self/fd, or -1 to open it here. */
+int fuse_setup(const char *dir, int proc_fd);
 /*
  * xattrs off (every xattr request ENOSYS) or on for user.* and the given
  * name prefixes; the array must outlive the daemon.

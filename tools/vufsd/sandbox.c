@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The sandbox vufsd serves from, modelled on virtiofsd's.
+ *
+ * The daemon parses guest memory in C with the rights to serve the whole
+ * shared directory, so it keeps as little else as it can:
+ *
+ * - A supervisor stays outside. It holds the socket's pid-file lock,
+ *   forwards SIGTERM, SIGINT, SIGHUP and SIGUSR1 to the server, removes the
+ *   socket and the pid file when the server exits, and exits with its
+ *   status.
+ * - The server is the first process of new PID, mount, network, IPC and
+ *   UTS namespaces: it cannot see or signal host processes, has no network
+ *   and no System V objects to share.
+ * - In its mount namespace the shared directory, bind-mounted on itself,
+ *   becomes the root (pivot_root) and the old root is detached: no path it
+ *   can name leads outside the share. A proc for its own PID namespace is
+ *   mounted before the switch and kept only as a descriptor of
+ *   /proc/self/fd, which the file operations need.
+ * - Its capabilities are cut to the few the file operations use (see
+ *   sandbox_drop_caps()), the bounding set likewise, and no_new_privs is
+ *   set: nothing it could execute would gain more.
+ *
+ * The listening socket and the stats file are opened before, and kept as
+ * descriptors.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "vufsd.h"
+
+/* Reads the calling process's PID as the host's /proc shows it. */
+static pid_t outer_pid(void)
+{
+	char buf[32];
+	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return getpid();
+	buf[n] = '\0';
+	return (pid_t)atoi(buf);
+}
+
+/*
+ * The supervisor: forward the stop signals to the server, wait for it,
+ * clean up and exit with its status. Never returns.
+ */
+static void supervise(pid_t child, const sigset_t *mask,
+		      void (*cleanup)(void))
+{
+	int status = 0, sig;
+
+	for (;;) {
+		pid_t w = waitpid(child, &status, WNOHANG);
+
+		if (w == child)
+			break;
+		if (w < 0 && errno != EINTR) {
+			logmsg("supervisor: waitpid: %m");
+			status = 1 << 8;
+			break;
+		}
+		if (sigwait(mask, &sig))
+			continue;
+		if (sig != SIGCHLD)
+			kill(child, sig);
+	}
+	cleanup();
+	if (WIFSIGNALED(status)) {
+		logmsg("the sandboxed server died of signal %d", WTERMSIG(status));
+		exit(128 + WTERMSIG(status));
+	}
+	exit(WEXITSTATUS(status));
+}
+
+/* Make dir the root of this mount namespace and detach the old one. */
+static int pivot_into(const char *dir)
+{
+	int oldroot, newroot;
+
+	if (mount(dir, dir, NULL, MS_BIND | MS_REC, NULL)) {
+		logmsg("sandbox: bind-mounting %s: %m", dir);
+		return -1;
+	}
+	oldroot = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	newroot = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (oldroot < 0 || newroot < 0) {
+		logmsg("sandbox: %s: %m", dir);
+		return -1;
+	}
+	/*
+	 * pivot_root(".", ".") stacks the old root on top of the new one;
+	 * detaching "." from the old root's side then leaves only the share.
+	 */
+	if (fchdir(newroot) || syscall(SYS_pivot_root, ".", ".")) {
+		logmsg("sandbox: pivot_root into %s: %m", dir);
+		return -1;
+	}
+	if (fchdir(oldroot) || umount2(".", MNT_DETACH) || fchdir(newroot) ||
+	    chroot(".") || chdir("/")) {
+		logmsg("sandbox: detaching the old root: %m");
+		return -1;
+	}
+	close(oldroot);
+	close(newroot);
+	return 0;
+}
+
+int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
+		  void (*cleanup)(void))
+{
+	sigset_t mask, old;
+	pid_t child;
+
+	/* The forwarded signals wait for sigwait() in the supervisor. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	if (unshare(CLONE_NEWPID)) {
+		logmsg("sandbox: a new PID namespace: %m (run as root, or use --sandbox none)");
+		return -1;
+	}
+	child = fork();
+	if (child < 0) {
+		logmsg("sandbox: fork: %m");
+		return -1;
+	}
+	if (child > 0)
+		supervise(child, &mask, cleanup);
+
+	/* The server: PID 1 of its namespace. */
+	sigdelset(&mask, SIGCHLD);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL))
+		return -1;
+	*host_pid = outer_pid();
+	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)) {
+		logmsg("sandbox: new namespaces: %m");
+		return -1;
+	}
+	/*
+	 * Nothing mounted here from now on propagates to the host. That takes
+	 * / being a mount point, which a plain chroot's is not; and pivot_root()
+	 * needs it too.
+	 */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL)) {
+		if (errno == EINVAL)
+			logmsg("sandbox: / is not a mount point (a chroot?), so mounts made here could reach the host's namespace: bind-mount the root on itself before entering it, or use --sandbox none");
+		else
+			logmsg("sandbox: making / a slave mount: %m");
+		return -1;
+	}
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL)) {
+		logmsg("sandbox: mounting a proc of its own: %m");
+		return -1;
+	}
+	*proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*proc_fd < 0) {
+		logmsg("sandbox: /proc/self/fd: %m");
+		return -1;
+	}
+	return pivot_into(dir);
+}
+
+/*
+ * Keep only the capabilities in keep (a mask of CAP_* bits): effective,
+ * permitted and bounding set, nothing inheritable or ambient, and set
+ * no_new_privs.
+ */
+int sandbox_drop_caps(uint64_t keep)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2] = { { 0 } };
+	int cap;
+
+	for (cap = 0; cap <= 63; cap++) {
+		if (keep & (1ULL << cap))
+			continue;
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL) {
+			logmsg("sandbox: dropping capability %d from the bounding set: %m",
+			       cap);
+			return -1;
+		}
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) &&
+	    errno != EINVAL)
+		return -1;
+	data[0].effective = data[0].permitted = (uint32_t)keep;
+	data[1].effective = data[1].permitted = (uint32_t)(keep >> 32);
+	if (syscall(SYS_capset, &hdr, data)) {
+		logmsg("sandbox: capset: %m");
+		return -1;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		logmsg("sandbox: no_new_privs: %m");
+		return -1;
+	}
+	return 0;
+}
