@@ -14,7 +14,7 @@ PKGS=(
 	python3-ply python3-git
 	e2fsprogs xfsprogs
 	dbench stress-ng attr
-	shellcheck python3-matplotlib sparse
+	shellcheck python3-matplotlib sparse libseccomp-dev
 )
 
 # One dpkg-query for all: what is installed, by name.

@@ -38,9 +38,10 @@ Scenarios (default: all):
               looked up keep working after new ones run out
   shrink      (vufsd) the VMM cuts the memfd behind a region under a
               request: the daemon drops that connection and lives
-  sandbox     (vufsd, as root) the server's namespaces, root, capabilities
-              and no_new_privs; the supervisor and the server outlive
-              neither each other nor a SIGKILL; --sandbox none
+  sandbox     (vufsd, as root) the server's namespaces, root, capabilities,
+              no_new_privs and seccomp filter; the supervisor and the
+              server outlive neither each other nor a SIGKILL;
+              --seccomp none, --sandbox none
 
 --daemon virtiofsd runs QEMU 7.2's C virtiofsd (one request queue,
 sandbox=chroot, -o xattr). It exits after each connection (the harness
@@ -2381,6 +2382,9 @@ def scenario_sandbox(ctx):
     st = proc_status(server)
     caps = {k: int(st[k], 16) for k in ("CapEff", "CapPrm", "CapBnd",
                                         "CapInh", "CapAmb")}
+    t.ok(st.get("Seccomp") == "2" and st.get("Seccomp_filters") == "1",
+         f"sandbox: a seccomp filter (Seccomp {st.get('Seccomp')}, filters "
+         f"{st.get('Seccomp_filters')}; want 2, 1)")
     t.ok(caps == {"CapEff": base, "CapPrm": base, "CapBnd": base,
                   "CapInh": 0, "CapAmb": 0} and st.get("NoNewPrivs") == "1",
          f"sandbox: capabilities { {k: hex(v) for k, v in caps.items()} }, "
@@ -2418,6 +2422,14 @@ def scenario_sandbox(ctx):
     finally:
         k.stop()
 
+    # --seccomp none: sandboxed, no filter.
+    x = side_daemon(ctx, "noseccomp", ["--seccomp", "none"])
+    try:
+        t.ok(proc_status(x.pid).get("Seccomp") == "0",
+             "sandbox: --seccomp none: no filter")
+    finally:
+        x.stop()
+
     # --sandbox none: one process, in the host's namespaces.
     n = side_daemon(ctx, "nobox", ["--sandbox", "none"])
     try:
@@ -2429,11 +2441,13 @@ def scenario_sandbox(ctx):
                        s.getattr(ROOT_ID))
     finally:
         t.ok(n.stop() == 0, "sandbox: --sandbox none exits 0 on SIGTERM")
-    p = subprocess.run([d.argv()[0], "-s", os.path.join(d.workdir, "b.sock"),
-                        "-d", d.share, "--sandbox", "chroot"],
-                       capture_output=True, text=True, timeout=tmo)
-    t.ok(p.returncode == 2 and "--sandbox" in p.stderr,
-         f"sandbox: --sandbox chroot: exit {p.returncode} (want 2)")
+    for opt, val in (("--sandbox", "chroot"), ("--seccomp", "trap")):
+        p = subprocess.run([d.argv()[0], "-s",
+                            os.path.join(d.workdir, "b.sock"), "-d", d.share,
+                            opt, val],
+                           capture_output=True, text=True, timeout=tmo)
+        t.ok(p.returncode == 2 and opt in p.stderr,
+             f"sandbox: {opt} {val}: exit {p.returncode} (want 2)")
 
 
 # --- main --------------------------------------------------------------------

@@ -49,6 +49,7 @@ static struct daemon {
 	unsigned int stats_ms;
 	int listen_fd, conn_fd, sig_fd, stats_fd, lock_fd;
 	bool sandbox;			/* --sandbox namespace */
+	int seccomp;			/* --seccomp: 0 none, 1 log, 2 kill */
 	pid_t pid;			/* as the host sees it */
 	uint64_t features;
 	uint64_t protocol_features;
@@ -59,7 +60,7 @@ static struct daemon {
 	/* Counters of the connections that ended, added to the live ones. */
 	struct vq_stats past[MAX_VRINGS];
 } d = { .listen_fd = -1, .conn_fd = -1, .sig_fd = -1, .stats_fd = -1,
-	.lock_fd = -1, .sandbox = true, .queues = 1, .threads = 1,
+	.lock_fd = -1, .sandbox = true, .seccomp = 2, .queues = 1, .threads = 1,
 	.stats_ms = 200 };
 
 void logmsg(const char *fmt, ...)
@@ -531,6 +532,9 @@ static void usage(FILE *f)
 "      --sandbox MODE      namespace (default): serve from new namespaces with\n"
 "                          the shared directory as root and few capabilities\n"
 "                          (needs root); none: as started, for debugging\n"
+"      --seccomp MODE      in the sandbox, a system call outside the list\n"
+"                          kills the server (kill, the default), is logged\n"
+"                          to the audit log (log), or no filter (none)\n"
 "  -x, --xattr             serve extended attributes: user.* only, unless\n"
 "                          --xattr-allow adds prefixes (default: none at all)\n"
 "  -X, --xattr-allow PFX   also let the guest use names starting with PFX, e.g.\n"
@@ -603,6 +607,9 @@ static void raise_fd_limit(void)
 		logmsg("descriptor limit %llu", (unsigned long long)rl.rlim_cur);
 }
 
+/* --seccomp, by d.seccomp. */
+static const char *const seccomp_modes[] = { "none", "log", "kill" };
+
 /* Remove the socket and the pid file, drop the lock. */
 static void unlisten(void)
 {
@@ -664,6 +671,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "socket-group", required_argument, NULL, 'g' },
 		{ "sandbox", required_argument, NULL, 'B' },
+		{ "seccomp", required_argument, NULL, 'C' },
 		{ "xattr", no_argument, NULL, 'x' },
 		{ "xattr-allow", required_argument, NULL, 'X' },
 		{ "shared-dir", required_argument, NULL, 'd' },
@@ -704,6 +712,16 @@ int main(int argc, char **argv)
 			}
 			logmsg("--sandbox %s: give namespace or none", optarg);
 			return 2;
+		case 'C':
+			for (i = 0; i < 3; i++)
+				if (!strcmp(optarg, seccomp_modes[i]))
+					break;
+			if (i == 3) {
+				logmsg("--seccomp %s: give kill, log or none", optarg);
+				return 2;
+			}
+			d.seccomp = i;
+			break;
 		case 'x':
 			xattr = true;
 			break;
@@ -834,6 +852,9 @@ int main(int argc, char **argv)
 			unlisten();
 		return 1;
 	}
+	/* Last: everything above needed calls the filter does not allow. */
+	if (d.sandbox && d.seccomp && sandbox_seccomp(d.seccomp == 1))
+		return 1;
 	logmsg("serving %s on %s with %u request queue%s, %u worker%s each%s",
 	       d.shared_dir, d.socket_path, d.queues, d.queues == 1 ? "" : "s",
 	       d.threads, d.threads == 1 ? "" : "s",

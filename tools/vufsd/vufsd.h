@@ -155,6 +155,11 @@ int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
 		  void (*cleanup)(void));
 /* Keep only the capabilities in keep (CAP_* bits); set no_new_privs. */
 int sandbox_drop_caps(uint64_t keep);
+/*
+ * Allow only the system calls serving needs: any other kills the process,
+ * or with log_only is allowed and logged (the kernel's audit log).
+ */
+int sandbox_seccomp(bool log_only);
 
 /* ---- FUSE (fuse.c) ---- */
 
