@@ -42,6 +42,9 @@ Scenarios (default: all):
               no_new_privs and seccomp filter; the supervisor and the
               server outlive neither each other nor a SIGKILL;
               --seccomp none, --sandbox none
+  creds       (vufsd, as root) requests of an unprivileged guest user: new
+              names get its owner or a setgid directory's group, keep the
+              set-id bits it asked for, and need its own permissions
 
 --daemon virtiofsd runs QEMU 7.2's C virtiofsd (one request queue,
 sandbox=chroot, -o xattr). It exits after each connection (the harness
@@ -77,7 +80,7 @@ from fuse_proto import HIPRIO, ROOT_ID, Op  # noqa: E402
 from vhost_user import KiB, MiB  # noqa: E402
 
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
-             "access", "xattr", "fds", "shrink", "sandbox")
+             "access", "xattr", "fds", "shrink", "sandbox", "creds")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -2363,7 +2366,8 @@ def scenario_sandbox(ctx):
     if os.geteuid() != 0:
         t.skip("sandbox", "needs root")
         return
-    base = 1 << 0 | 1 << 1 | 1 << 2 | 1 << 3 | 1 << 4   # CHOWN..FSETID
+    # CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER, FSETID, SETGID, SETUID
+    base = 0x1f | 1 << 6 | 1 << 7
     write_file(ctx.host("marker"), b"in the share\n")
     server, mine = d.pid, namespaces(os.getpid())
     t.ok(server != d.proc.pid, f"sandbox: the server ({server}) is a child "
@@ -2389,7 +2393,7 @@ def scenario_sandbox(ctx):
                   "CapInh": 0, "CapAmb": 0} and st.get("NoNewPrivs") == "1",
          f"sandbox: capabilities { {k: hex(v) for k, v in caps.items()} }, "
          f"no_new_privs {st.get('NoNewPrivs')} (want {base:#x}: chown, "
-         "dac_override, dac_read_search, fowner, fsetid)")
+         "dac_override, dac_read_search, fowner, fsetid, setgid, setuid)")
 
     # --xattr-allow trusted. keeps what trusted.* needs (CAP_SYS_ADMIN).
     x = side_daemon(ctx, "xtrusted", ["--xattr", "-X", "trusted."])
@@ -2450,6 +2454,82 @@ def scenario_sandbox(ctx):
              f"sandbox: {opt} {val}: exit {p.returncode} (want 2)")
 
 
+def scenario_creds(ctx):
+    """Names made and removed with the guest caller's credentials."""
+    t = ctx.tap
+    if not ctx.only_vufsd("creds: the caller's credentials",
+                          "virtiofsd has its own model"):
+        return
+    if os.geteuid() != 0:
+        t.skip("creds: the caller's credentials", "needs root")
+        return
+    uid, gid, staff, other = 1000, 1000, 50, 2000
+    top = ctx.host("creds")
+    dirs = {"pub": (0o777, 0), "rootonly": (0o755, 0),
+            "sgid": (0o2777, staff), "sticky": (0o1777, 0)}
+    os.mkdir(top)
+    for name, (mode, group) in dirs.items():
+        os.mkdir(os.path.join(top, name))
+        os.chown(os.path.join(top, name), 0, group)
+        os.chmod(os.path.join(top, name), mode)
+    theirs = os.path.join(top, "sticky", "theirs")
+    write_file(theirs, b"not yours\n")
+    os.chown(theirs, other, other)
+
+    def owner(*parts):
+        try:
+            st = os.lstat(os.path.join(top, *parts))
+        except OSError:
+            return None
+        return st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)
+
+    with ctx.connect() as (dev, s):
+        root = s.lookup(ROOT_ID, "creds").entry.nodeid
+        node = {n: s.lookup(root, n).entry.nodeid for n in dirs}
+        s.uid, s.gid = uid, gid
+        r = s.create(node["pub"], "a", 0o644)
+        t.ok(r.error == 0 and owner("pub", "a") == (uid, gid, 0o644),
+             f"creds: CREATE as {uid}:{gid} in a mode 777 directory: "
+             f"{r.errname()}, host owner/group/mode {owner('pub', 'a')}")
+        r = s.create(node["rootonly"], "x", 0o644)
+        t.ok(r.error == -errno.EACCES and owner("rootonly", "x") is None,
+             f"creds: CREATE as {uid} in root's mode 755 directory: "
+             f"{r.errname()} (want -EACCES), on the host: "
+             f"{owner('rootonly', 'x')}")
+        r = s.create(node["sgid"], "f", 0o640)
+        t.ok(r.error == 0 and owner("sgid", "f") == (uid, staff, 0o640),
+             f"creds: CREATE in a setgid directory of group {staff}: "
+             f"{owner('sgid', 'f')} (want the directory's group)")
+        r = s.mkdir(node["sgid"], "d", 0o755)
+        t.ok(r.error == 0 and owner("sgid", "d") == (uid, staff, 0o2755),
+             f"creds: MKDIR there: {owner('sgid', 'd')} (want group "
+             f"{staff} and the setgid bit, 0o2755)")
+        r = s.create(node["pub"], "suid", 0o4755)
+        t.ok(r.error == 0 and owner("pub", "suid") == (uid, gid, 0o4755),
+             f"creds: CREATE with mode 4755 keeps the set-uid bit its "
+             f"creator asked for: {owner('pub', 'suid')}")
+        r = s.mknod(node["pub"], "fifo", stat.S_IFIFO | 0o600, 0)
+        e = s.symlink(node["pub"], "ln", "a")
+        t.ok(r.error == 0 and e.error == 0 and
+             owner("pub", "fifo") == (uid, gid, 0o600) and
+             owner("pub", "ln")[:2] == (uid, gid),
+             f"creds: MKNOD (FIFO) {owner('pub', 'fifo')}, SYMLINK "
+             f"{owner('pub', 'ln')}: the caller's")
+        r = s.unlink(node["sticky"], "theirs")
+        t.ok(r.error == -errno.EPERM and owner("sticky", "theirs"),
+             f"creds: UNLINK of another user's file in a sticky "
+             f"directory: {r.errname()} (want -EPERM), still there: "
+             f"{bool(owner('sticky', 'theirs'))}")
+        r = s.rename(node["sticky"], "theirs", node["pub"], "stolen")
+        t.ok(r.error == -errno.EPERM and owner("pub", "stolen") is None,
+             f"creds: RENAME of it out of there: {r.errname()} (want "
+             "-EPERM)")
+        s.uid, s.gid = 0, 0
+        r = s.unlink(node["sticky"], "theirs")
+        t.ok(r.error == 0, f"creds: root (uid 0) may: {r.errname()}")
+    shutil.rmtree(top)
+
+
 # --- main --------------------------------------------------------------------
 
 RUN = {"ops": scenario_ops, "queues": scenario_queues,
@@ -2457,7 +2537,7 @@ RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "disconnect": scenario_disconnect, "reset": scenario_reset,
        "access": scenario_access, "xattr": scenario_xattr,
        "fds": scenario_fds, "shrink": scenario_shrink,
-       "sandbox": scenario_sandbox}
+       "sandbox": scenario_sandbox, "creds": scenario_creds}
 
 
 def daemon_start_checks(ctx):

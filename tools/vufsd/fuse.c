@@ -520,14 +520,19 @@ static int reopen(const struct inode *i, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
-/* Gives a new file the requester's ownership, as a root daemon can. */
-static void set_owner(const struct req *r, int dirfd, const char *name)
-{
-	if (geteuid())
-		return;
-	if (fchownat(dirfd, name, r->h.uid, r->h.gid, AT_SYMLINK_NOFOLLOW) && verbose)
-		logmsg("chown of a new file to %u:%u: %m", r->h.uid, r->h.gid);
-}
+/*
+ * Evaluates call (a system call: 0 or -1 with errno) with the guest
+ * caller's uid and gid (creds_enter()); 0 or -errno.
+ */
+#define AS_CALLER(r, call) ({						\
+	int __ret = creds_enter((r)->h.uid, (r)->h.gid);		\
+									\
+	if (!__ret) {							\
+		__ret = (call) ? -errno : 0;				\
+		creds_leave((r)->h.uid, (r)->h.gid);			\
+	}								\
+	__ret;								\
+})
 
 /*
  * With FUSE_HANDLE_KILLPRIV_V2 the guest leaves the suid/sgid clearing on
@@ -794,11 +799,14 @@ static int op_readlink(struct req *r)
 	return 0;
 }
 
-/* The common tail of MKNOD, MKDIR and SYMLINK: ownership and the entry. */
+/*
+ * The common tail of MKNOD, MKDIR and SYMLINK, which made the name as the
+ * caller (so it has the caller's owner, or its directory's group): the
+ * entry.
+ */
 static int made(struct req *r, struct inode *p, const char *name, int ret)
 {
 	if (!ret) {
-		set_owner(r, p->fd, name);
 		ret = lookup_at(p->fd, name, OUT(r));
 		r->outlen = sizeof(struct fuse_entry_out);
 	}
@@ -818,8 +826,8 @@ static int op_mknod(struct req *r)
 	/* No device nodes: the guest has its own; on the host they are a door. */
 	if (S_ISCHR(in->mode) || S_ISBLK(in->mode))
 		return made(r, p, NULL, -EPERM);
-	return made(r, p, r->name[0],
-		    mknodat(p->fd, r->name[0], in->mode, in->rdev) ? -errno : 0);
+	return made(r, p, r->name[0], AS_CALLER(r,
+		    mknodat(p->fd, r->name[0], in->mode, in->rdev)));
 }
 
 static int op_mkdir(struct req *r)
@@ -831,8 +839,8 @@ static int op_mkdir(struct req *r)
 		return -ESTALE;
 	if (bad_name(r->name[0]))
 		return made(r, p, NULL, -EINVAL);
-	return made(r, p, r->name[0],
-		    mkdirat(p->fd, r->name[0], in->mode) ? -errno : 0);
+	return made(r, p, r->name[0], AS_CALLER(r,
+		    mkdirat(p->fd, r->name[0], in->mode)));
 }
 
 static int op_symlink(struct req *r)
@@ -844,8 +852,8 @@ static int op_symlink(struct req *r)
 	/* name[0] is the new entry, name[1] the link's text. */
 	if (bad_name(r->name[0]) || !r->name[1][0])
 		return made(r, p, NULL, -EINVAL);
-	return made(r, p, r->name[0],
-		    symlinkat(r->name[1], p->fd, r->name[0]) ? -errno : 0);
+	return made(r, p, r->name[0], AS_CALLER(r,
+		    symlinkat(r->name[1], p->fd, r->name[0])));
 }
 
 static int remove_entry(struct req *r, int flags)
@@ -856,7 +864,7 @@ static int remove_entry(struct req *r, int flags)
 	if (!p)
 		return -ESTALE;
 	ret = bad_name(r->name[0]) ? -EINVAL :
-	      unlinkat(p->fd, r->name[0], flags) ? -errno : 0;
+	      AS_CALLER(r, unlinkat(p->fd, r->name[0], flags));
 	inode_put(p);
 	return ret;
 }
@@ -882,8 +890,8 @@ static int do_rename(struct req *r, uint64_t newdir, uint32_t flags)
 		 flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		ret = -EINVAL;
 	else
-		ret = renameat2(p->fd, r->name[0], np->fd, r->name[1], flags) ?
-		      -errno : 0;
+		ret = AS_CALLER(r, renameat2(p->fd, r->name[0], np->fd,
+					     r->name[1], flags));
 	inode_put(p);
 	inode_put(np);
 	return ret;
@@ -973,7 +981,7 @@ static int op_open(struct req *r)
  * forever on a FIFO.
  */
 static int create_open(int dirfd, const char *name,
-		       const struct fuse_create_in *in, bool *created)
+		       const struct fuse_create_in *in)
 {
 	int flags = host_flags(in->flags), fd, opath;
 	struct stat st;
@@ -981,10 +989,8 @@ static int create_open(int dirfd, const char *name,
 
 	fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW,
 		    in->mode & 07777);
-	if (fd >= 0) {
-		*created = true;
+	if (fd >= 0)
 		return fd;
-	}
 	if (errno != EEXIST || in->flags & O_EXCL)
 		return -errno;
 	opath = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -1011,7 +1017,6 @@ static int op_create(struct req *r)
 	struct fuse_entry_out *e = OUT(r);
 	struct fuse_open_out *o = (void *)(e + 1);
 	struct inode *p = inode_get(r->h.nodeid);
-	bool created = false;
 	char path[16];
 	int fd, opath, ret;
 
@@ -1021,14 +1026,15 @@ static int op_create(struct req *r)
 		inode_put(p);
 		return -EINVAL;
 	}
-	fd = create_open(p->fd, r->name[0], in, &created);
-	if (fd < 0) {
-		inode_put(p);
-		return fd;
+	/* As the caller: its owner or the directory's group, its rights. */
+	fd = creds_enter(r->h.uid, r->h.gid);
+	if (!fd) {
+		fd = create_open(p->fd, r->name[0], in);
+		creds_leave(r->h.uid, r->h.gid);
 	}
-	if (created)
-		set_owner(r, p->fd, r->name[0]);
 	inode_put(p);
+	if (fd < 0)
+		return fd;
 	if (in->open_flags & FUSE_OPEN_KILL_SUIDGID)
 		kill_suidgid(fd, NULL);
 	/* The entry is for the file we opened, whatever the name is now. */

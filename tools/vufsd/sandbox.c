@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -257,6 +258,8 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(gettid), SCMP_SYS(geteuid), SCMP_SYS(getrusage),
 	SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigreturn),
 	SCMP_SYS(tgkill), SCMP_SYS(restart_syscall),
+	/* a worker takes the guest caller's ids and gives them back */
+	SCMP_SYS(setresuid), SCMP_SYS(setresgid),
 };
 
 int sandbox_seccomp(bool log_only)
@@ -284,4 +287,58 @@ int sandbox_seccomp(bool log_only)
 out:
 	seccomp_release(ctx);
 	return ret ? -1 : 0;
+}
+
+/*
+ * The guest caller's credentials, per request. A root daemon makes the
+ * calls that create or remove names with the caller's uid and gid as its
+ * effective ids (in that worker thread only: raw setresuid/setresgid, not
+ * glibc's, which would change every thread), so the host kernel itself
+ * decides as it would for that user: the owner and group of a new file
+ * (a setgid directory's group included), the set-id bits it may keep,
+ * write and search permission on the directory, the sticky bit. A
+ * non-zero effective uid also empties the effective capability set, which
+ * comes back from the permitted set when the thread returns to root.
+ * Supplementary groups are not known (FUSE sends one uid and one gid), so
+ * the daemon drops its own (creds_init()): a caller is never in root's
+ * groups by accident.
+ */
+static bool creds_on;
+
+int creds_init(void)
+{
+	creds_on = getuid() == 0;
+	if (creds_on && setgroups(0, NULL)) {
+		logmsg("dropping supplementary groups: %m");
+		return -1;
+	}
+	return 0;
+}
+
+int creds_enter(uid_t uid, gid_t gid)
+{
+	if (!creds_on || (!uid && !gid))
+		return 0;
+	if (syscall(SYS_setresgid, -1, gid, -1))
+		return -errno;
+	if (syscall(SYS_setresuid, -1, uid, -1)) {
+		int err = errno;
+
+		syscall(SYS_setresgid, -1, 0, -1);
+		return -err;
+	}
+	return 0;
+}
+
+void creds_leave(uid_t uid, gid_t gid)
+{
+	if (!creds_on || (!uid && !gid))
+		return;
+	/* Root again first: setting the gid back needs CAP_SETGID. */
+	if (syscall(SYS_setresuid, -1, 0, -1) ||
+	    syscall(SYS_setresgid, -1, 0, -1)) {
+		/* A worker stuck as a guest user must not serve anyone else. */
+		logmsg("cannot return to root's credentials: %m");
+		abort();
+	}
 }

@@ -631,16 +631,18 @@ static bool allows_ns(const char *const *allow, unsigned int n, const char *ns)
 
 /*
  * What the sandboxed server keeps: the file operations act on files of
- * any owner and mode (DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER), give new
- * files the guest's owner (CHOWN) and keep set-id bits where the kernel
- * would (FSETID). trusted.* xattrs need SYS_ADMIN and security.capability
+ * any owner and mode (DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER), change
+ * owners (CHOWN) and keep set-id bits where the kernel would (FSETID), and
+ * a worker takes a guest caller's ids for a request and gives them back
+ * (SETUID, SETGID). trusted.* xattrs need SYS_ADMIN and security.capability
  * SETFCAP: kept only when --xattr-allow lets the guest at them.
  */
 static uint64_t server_caps(const char *const *allow, unsigned int n)
 {
 	uint64_t keep = 1ULL << CAP_CHOWN | 1ULL << CAP_DAC_OVERRIDE |
 			1ULL << CAP_DAC_READ_SEARCH | 1ULL << CAP_FOWNER |
-			1ULL << CAP_FSETID;
+			1ULL << CAP_FSETID | 1ULL << CAP_SETUID |
+			1ULL << CAP_SETGID;
 
 	if (allows_ns(allow, n, "trusted."))
 		keep |= 1ULL << CAP_SYS_ADMIN;
@@ -831,7 +833,8 @@ int main(int argc, char **argv)
 		close(d.lock_fd);	/* the supervisor's */
 		d.lock_fd = -1;
 	}
-	if (fuse_setup(d.sandbox ? "/" : d.shared_dir, proc_fd) ||
+	if (creds_init() ||
+	    fuse_setup(d.sandbox ? "/" : d.shared_dir, proc_fd) ||
 	    (d.sandbox && sandbox_drop_caps(server_caps(allow, nallow)))) {
 		if (!d.sandbox)
 			unlisten();

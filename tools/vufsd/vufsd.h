@@ -161,6 +161,16 @@ int sandbox_drop_caps(uint64_t keep);
  */
 int sandbox_seccomp(bool log_only);
 
+/*
+ * Requests that create or remove names run with the guest caller's uid and
+ * gid when the daemon is root: creds_init() once (drops supplementary
+ * groups), then creds_enter() and creds_leave() around the call, in the
+ * worker thread. Both do nothing for uid 0 with gid 0, or when not root.
+ */
+int creds_init(void);
+int creds_enter(uid_t uid, gid_t gid);
+void creds_leave(uid_t uid, gid_t gid);
+
 /* ---- FUSE (fuse.c) ---- */
 
 /* Per-thread scratch space of a request. */
