@@ -316,6 +316,16 @@ class Ctx:
         self.tap.skip(desc, f"vufsd only: {why}")
         return False
 
+    def only_vufsd_root(self, desc, why):
+        """only_vufsd(), and as root (the check uses other users, other
+        namespaces or root's xattrs); else prints it as skipped."""
+        if not self.only_vufsd(desc, why):
+            return False
+        if os.geteuid() == 0:
+            return True
+        self.tap.skip(desc, "needs root")
+        return False
+
     @contextlib.contextmanager
     def connect(self, request_queues=None, init=True, queue_size=512,
                 mem=None, daemon=None):
@@ -965,7 +975,7 @@ def scenario_ops(ctx):
 
 def scenario_queues(ctx):
     t = ctx.tap
-    if not ctx.only_vufsd("queues", "virtiofsd has one request queue"):
+    if not ctx.only_vufsd_root("queues", "virtiofsd has one request queue"):
         return
     if ctx.nreq < 2:
         t.skip("queues", f"needs --queues >= 2 (have {ctx.nreq})")
@@ -1976,9 +1986,6 @@ def scenario_access(ctx):
     if not ctx.only_vufsd("access: socket mode, pid-file lock, SIGHUP",
                           "virtiofsd's own socket handling"):
         return
-    if os.geteuid() != 0:
-        t.skip("access: checks as another user", "needs root")
-        return
     nobody, nogroup = 65534, 65534
     # The work directory is the owner's alone; let others reach the
     # sockets in it so that only a socket's own mode decides.
@@ -2116,10 +2123,7 @@ def nofile_limits(pid):
 def scenario_fds(ctx):
     """Descriptor limits: raised as far as allowed; known names need none."""
     t = ctx.tap
-    if not ctx.only_vufsd("fds: descriptor limits", "vufsd's own limits"):
-        return
-    if os.geteuid() != 0:
-        t.skip("fds: raising the hard limit", "needs root")
+    if not ctx.only_vufsd_root("fds: descriptor limits", "vufsd's own limits"):
         return
     with open("/proc/sys/fs/nr_open") as f:
         nr_open = int(f.read())
@@ -2176,11 +2180,8 @@ def scenario_fds(ctx):
 def scenario_xattr(ctx):
     """Which extended attributes the guest may reach on the host."""
     t, tmo = ctx.tap, ctx.args.timeout
-    if not ctx.only_vufsd("xattr: the policy", "virtiofsd's -o xattr passes "
+    if not ctx.only_vufsd_root("xattr: the policy", "virtiofsd's -o xattr passes "
                           "every name"):
-        return
-    if os.geteuid() != 0:
-        t.skip("xattr: host trusted.* and security.* names", "needs root")
         return
     path = ctx.host("xa")
     write_file(path, b"attrs\n")
@@ -2287,7 +2288,7 @@ def scenario_shrink(ctx):
     the request that touches the lost pages costs the connection, never
     the daemon."""
     t, d, tmo = ctx.tap, ctx.daemon, ctx.args.timeout
-    if not ctx.only_vufsd("shrink: guest memory cut under the daemon",
+    if not ctx.only_vufsd_root("shrink: guest memory cut under the daemon",
                           "virtiofsd's own memory handling"):
         return
     write_file(ctx.host("shrink"), b"shrink\n")
@@ -2362,9 +2363,6 @@ def scenario_sandbox(ctx):
     supervisor."""
     t, d, tmo = ctx.tap, ctx.daemon, ctx.args.timeout
     if not ctx.only_vufsd("sandbox", "virtiofsd has its own"):
-        return
-    if os.geteuid() != 0:
-        t.skip("sandbox", "needs root")
         return
     # CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER, FSETID, SETGID, SETUID
     base = 0x1f | 1 << 6 | 1 << 7
@@ -2457,11 +2455,8 @@ def scenario_sandbox(ctx):
 def scenario_creds(ctx):
     """Names made and removed with the guest caller's credentials."""
     t = ctx.tap
-    if not ctx.only_vufsd("creds: the caller's credentials",
+    if not ctx.only_vufsd_root("creds: the caller's credentials",
                           "virtiofsd has its own model"):
-        return
-    if os.geteuid() != 0:
-        t.skip("creds: the caller's credentials", "needs root")
         return
     uid, gid, staff, other = 1000, 1000, 50, 2000
     top = ctx.host("creds")
