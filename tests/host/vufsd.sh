@@ -11,7 +11,7 @@ SUITE_ORDER=20
 SUITE_NEEDS=(tools)
 SUITE_TIMEOUT=600
 TESTS=(ops queues malformed escape disconnect reset access xattr fds shrink
-	sandbox creds ops_poll disconnect_poll ops_threads queues_threads disconnect_threads
+	sandbox creds ops_wide ops_poll disconnect_poll ops_threads queues_threads disconnect_threads
 	reset_threads)
 
 desc_ops="every FUSE opcode on a 2-queue device"
@@ -26,6 +26,7 @@ desc_fds="descriptor limits: the hard limit raised to fs.nr_open where allowed; 
 desc_shrink="the VMM cuts the memfd behind a GETATTR's reply page after SET_MEM_TABLE: the daemon drops that connection, logs why, lives and serves the next"
 desc_sandbox="the sandboxed server: own mnt/pid/net/ipc/uts namespaces, the share as /, capabilities cut to chown, dac_override, dac_read_search, fowner, fsetid, no_new_privs, a seccomp filter; supervisor and server do not outlive each other; --seccomp none, --sandbox none"
 desc_creds="requests of guest user 1000: new names get its owner or a setgid directory's group and keep the set-id bits asked for; EACCES in root's directory, EPERM on another's file in a sticky directory"
+desc_ops_wide="ops with 6 request queues of 3 workers each: more threads than glibc's malloc serves before it sizes its arenas (a system call the seccomp list must allow)"
 desc_ops_poll="ops with busy-polling rings (--busy-poll 200)"
 desc_disconnect_poll="disconnect with busy-polling rings"
 desc_ops_threads="ops with three workers per request queue (--threads 3)"
@@ -39,6 +40,7 @@ suite_run() {
 	case $1 in
 	*_poll) opts+=(--busy-poll 200) ;;
 	*_threads) opts+=(--threads 3) ;;
+	*_wide) opts=(--queues 6 --threads 3) ;;
 	esac
 	local out rc=0
 	out=$(/usr/bin/python3 "$TOP/tests/tools/vufs_test.py" --daemon vufsd \

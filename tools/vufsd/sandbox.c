@@ -225,9 +225,9 @@ int sandbox_drop_caps(uint64_t keep)
 /*
  * The system calls the server makes once it serves, found by tracing every
  * scenario of tests/tools/vufs_test.py (interrupt-driven, busy-polling and
- * several workers per queue), plus the few glibc may take instead of a
- * traced one (clone for clone3, the sleep and clock calls behind the
- * vDSO, rt_sigreturn for the SIGBUS guard). No exec, no new sockets, no
+ * several workers per queue, and the guest suite), plus the few glibc may
+ * take instead of a traced one (clone for clone3, the sleep and clock
+ * calls behind the vDSO, rt_sigreturn for the SIGBUS guard). No exec, no new sockets, no
  * mounts, no namespaces, no ioctl.
  */
 static const int allowed_syscalls[] = {
@@ -258,6 +258,8 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(gettid), SCMP_SYS(geteuid), SCMP_SYS(getrusage),
 	SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigreturn),
 	SCMP_SYS(tgkill), SCMP_SYS(restart_syscall),
+	/* glibc's malloc sizing its arenas once many threads allocate */
+	SCMP_SYS(sched_getaffinity),
 	/* a worker takes the guest caller's ids and gives them back */
 	SCMP_SYS(setresuid), SCMP_SYS(setresgid),
 };
