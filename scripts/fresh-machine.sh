@@ -2,7 +2,8 @@
 # Prove that the README's two commands work on a fresh Debian 12 machine:
 # build a throwaway bookworm root with mmdebstrap --variant=minbase (apt
 # sources as on a standard install: bookworm, bookworm-updates and
-# bookworm-security, main, no deb-src), bind /proc and /sys into it, give
+# bookworm-security, main, no deb-src), make it a mount point of its own
+# (a private bind mount on itself), bind /proc and /sys into it, give
 # it a /dev of its own (the few device nodes a Debian system and QEMU use,
 # so that nothing run in the root can change the host's), copy
 # /etc/resolv.conf and /etc/hosts, clone this
@@ -100,6 +101,14 @@ mounts_under() {
 	done
 }
 
+# Whether the root is a bind mount of itself (made below): a mount at the
+# root whose source is not the top of its file system. A file system
+# mounted there by someone else is left alone.
+root_is_self_bind() {
+	awk -v r="$ROOT" '$5 == r && $4 != "/" { f = 1 } END { exit !f }' \
+		/proc/self/mountinfo
+}
+
 # Processes whose root directory is the root: what the chroot started.
 procs_in_root() {
 	find /proc -mindepth 2 -maxdepth 2 -name root \
@@ -126,7 +135,8 @@ teardown() {
 		sleep 0.5
 	fi
 	while read -r m; do
-		[[ -n $m && $m != "$ROOT" ]] || continue
+		[[ -n $m ]] || continue
+		[[ $m != "$ROOT" ]] || root_is_self_bind || continue
 		umount -- "$m" 2>/dev/null || {
 			log "umount $m failed; detaching it (umount -l)"
 			umount -l -- "$m" || true
@@ -249,6 +259,12 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
 fi
 
+# The root a mount point of its own, as a machine's root is: vufsd's
+# sandbox (pivot_root, and keeping its mounts from propagating) needs it.
+if ! root_is_self_bind; then
+	mount --bind "$ROOT" "$ROOT"
+	mount --make-private "$ROOT"
+fi
 log "binding /proc and /sys into $ROOT; a private /dev"
 for d in proc sys; do
 	mkdir -p "$ROOT/$d"
