@@ -160,6 +160,7 @@ RELEASE_IN = struct.Struct("<QIIQ")  # fh flags release_flags lock_owner
 FLUSH_IN = struct.Struct("<QIIQ")  # fh unused padding lock_owner
 READ_IN = struct.Struct("<QQIIQII")  # fh offset size read_flags lock_owner
 #                                      flags padding
+WRITE_KILL_SUIDGID = 1 << 2  # fuse_write_in.write_flags
 WRITE_IN = struct.Struct("<QQIIQII")  # fh offset size write_flags ...
 WRITE_OUT = struct.Struct("<II")  # size padding
 KSTATFS = struct.Struct("<QQQQQIIII24x")  # blocks bfree bavail files ffree
@@ -577,9 +578,10 @@ class Session:
         r.data = r.body if r.error == 0 else None
         return r
 
-    def write(self, nodeid, fh, offset, data, **kw):
+    def write(self, nodeid, fh, offset, data, write_flags=0, **kw):
         r = self.call(Op.WRITE, nodeid, WRITE_IN.pack(fh, offset, len(data),
-                                                      0, 0, os.O_RDWR, 0),
+                                                      write_flags, 0,
+                                                      os.O_RDWR, 0),
                       data, out_size=WRITE_OUT.size, **kw)
         return self._parse(r, WRITE_OUT.size,
                            lambda b: WRITE_OUT.unpack_from(b)[0], "written")

@@ -2503,6 +2503,15 @@ def scenario_creds(ctx):
         t.ok(r.error == 0 and owner("pub", "suid") == (uid, gid, 0o4755),
              f"creds: CREATE with mode 4755 keeps the set-uid bit its "
              f"creator asked for: {owner('pub', 'suid')}")
+        if r.error == 0:
+            # A write the guest marks as one that must drop set-id bits
+            # (its writer has no CAP_FSETID): the daemon does, on the fd.
+            w = s.write(r.entry.nodeid, r.open.fh, 0, b"x",
+                        write_flags=fp.WRITE_KILL_SUIDGID)
+            t.ok(w.error == 0 and owner("pub", "suid") == (uid, gid, 0o755),
+                 f"creds: WRITE with KILL_SUIDGID: {w.errname()}, mode "
+                 f"now {oct(owner('pub', 'suid')[2])} (want 0o755)")
+            s.release(r.entry.nodeid, r.open.fh)
         r = s.mknod(node["pub"], "fifo", stat.S_IFIFO | 0o600, 0)
         e = s.symlink(node["pub"], "ln", "a")
         t.ok(r.error == 0 and e.error == 0 and

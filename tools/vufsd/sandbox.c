@@ -225,7 +225,8 @@ int sandbox_drop_caps(uint64_t keep)
 /*
  * The system calls the server makes once it serves, found by tracing every
  * scenario of tests/tools/vufs_test.py (interrupt-driven, busy-polling and
- * several workers per queue, and the guest suite), plus the few glibc may
+ * several workers per queue, and the guest suite) and checked against the
+ * libc calls in fuse.c, virtq.c and vufsd.c, plus the few glibc may
  * take instead of a traced one (clone for clone3, the sleep and clock
  * calls behind the vDSO, rt_sigreturn for the SIGBUS guard). No exec, no new sockets, no
  * mounts, no namespaces, no ioctl.
@@ -243,7 +244,8 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(getdents64), SCMP_SYS(readlinkat), SCMP_SYS(mkdirat),
 	SCMP_SYS(mknodat), SCMP_SYS(symlinkat), SCMP_SYS(linkat),
 	SCMP_SYS(unlinkat), SCMP_SYS(renameat), SCMP_SYS(renameat2),
-	SCMP_SYS(fchmodat), SCMP_SYS(fchownat), SCMP_SYS(utimensat),
+	SCMP_SYS(fchmod), SCMP_SYS(fchmodat), SCMP_SYS(fchownat),
+	SCMP_SYS(utimensat),
 	SCMP_SYS(ftruncate), SCMP_SYS(fallocate), SCMP_SYS(fsync),
 	SCMP_SYS(fdatasync), SCMP_SYS(syncfs), SCMP_SYS(fstatfs),
 	SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(fgetxattr),
