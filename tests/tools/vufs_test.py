@@ -128,6 +128,7 @@ class Daemon:
         self.extra = ["--xattr"]    # as virtiofsd's -o xattr below
         self.prefix = []            # a command to run the daemon under
         self.served_by = None       # the serving process, once started
+        self.pass_fds = ()          # descriptors it inherits
 
     def argv(self, socket_path=None):
         sock = socket_path or self.socket
@@ -152,6 +153,7 @@ class Daemon:
             return subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                     stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True,
+                                    pass_fds=self.pass_fds,
                                     preexec_fn=die_with_parent)
 
     def start(self):
@@ -1983,8 +1985,8 @@ def wait_exit(p, timeout):
 def scenario_access(ctx):
     """Who can reach the daemon, and one daemon per socket."""
     t, d, tmo = ctx.tap, ctx.daemon, ctx.args.timeout
-    if not ctx.only_vufsd("access: socket mode, pid-file lock, SIGHUP",
-                          "virtiofsd's own socket handling"):
+    if not ctx.only_vufsd_root("access: socket mode, pid-file lock, SIGHUP",
+                               "virtiofsd's own socket handling"):
         return
     nobody, nogroup = 65534, 65534
     # The work directory is the owner's alone; let others reach the
@@ -2052,8 +2054,11 @@ def scenario_access(ctx):
                 "--socket-group", "nogroup"]
         p = d.spawn(argv)
         deadline = time.monotonic() + tmo
-        while not os.path.exists(grp) and p.poll() is None and \
-                time.monotonic() < deadline:
+        # Until it listens (bind, chown and listen are separate steps).
+        while p.poll() is None and time.monotonic() < deadline:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+                if c.connect_ex(grp) == 0:
+                    break
             time.sleep(0.02)
         try:
             st = os.stat(grp)
@@ -2084,15 +2089,17 @@ def scenario_access(ctx):
         os.chmod(d.workdir, 0o700)
 
 
-def side_daemon(ctx, name, extra, prefix=()):
+def side_daemon(ctx, name, extra, prefix=(), pass_fds=()):
     """Another vufsd on the same share, on socket NAME.sock, with extra
-    options instead of --xattr, run under the prefix command; started."""
+    options instead of --xattr, run under the prefix command, inheriting
+    pass_fds; started."""
     d = Daemon(ctx.args, ctx.daemon.workdir)
     d.socket = os.path.join(d.workdir, f"{name}.sock")
     d.stats = os.path.join(d.workdir, f"{name}.stats")
     d.log = ctx.daemon.log
     d.extra = extra
     d.prefix = list(prefix)
+    d.pass_fds = tuple(pass_fds)
     d.start()
     return d
 
@@ -2293,6 +2300,9 @@ def scenario_shrink(ctx):
         return
     write_file(ctx.host("shrink"), b"shrink\n")
     closed, placed = None, False
+    # A SIGBUS sent by someone is no fault: it must not switch the guard
+    # off for the real one below.
+    os.kill(d.pid, signal.SIGBUS)
     with ctx.connect() as (dev, s):
         mem = dev.mem
         cut = mem.regions[-1]
@@ -2381,6 +2391,24 @@ def scenario_sandbox(ctx):
          f"sandbox: the server's / is the shared directory ({root[:5]}, "
          "as in the share)")
     os.unlink(ctx.host("marker"))
+    with open(f"/proc/{server}/mountinfo") as f:
+        mounts = f.read().splitlines()
+    t.ok(len(mounts) == 1 and mounts[0].split()[4] == "/",
+         f"sandbox: its mount table is the share alone: {len(mounts)} "
+         "mount(s), the old root and proc detached")
+    # Its /proc/self/fd descriptor leads up to a proc of processes only.
+    above = None
+    for fd in os.listdir(f"/proc/{server}/fd"):
+        link = f"/proc/{server}/fd/{fd}"
+        try:
+            if os.readlink(link).endswith("/fd") and os.path.isdir(link):
+                above = sorted(os.listdir(link + "/../.."))
+        except OSError:
+            pass
+    t.ok(above is not None and "sys" not in above and
+         all(e.isdigit() or e in ("self", "thread-self") for e in above),
+         f"sandbox: above its /proc/self/fd: {above} (want processes "
+         "only: no sys, sysrq-trigger or kcore)")
     st = proc_status(server)
     caps = {k: int(st[k], 16) for k in ("CapEff", "CapPrm", "CapBnd",
                                         "CapInh", "CapAmb")}
@@ -2399,6 +2427,26 @@ def scenario_sandbox(ctx):
         eff = int(proc_status(x.pid)["CapEff"], 16)
         t.ok(eff == base | 1 << 21, f"sandbox: with --xattr-allow trusted. "
              f"the server keeps sys_admin ({eff:#x})")
+    finally:
+        x.stop()
+
+    # What the process started inherits does not reach the server.
+    outside = os.path.join(d.workdir, "outside")
+    dfd = os.open(outside, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        x = side_daemon(ctx, "inherit", [], pass_fds=(dfd,))
+    finally:
+        os.close(dfd)
+    try:
+        links = []
+        for fd in os.listdir(f"/proc/{x.pid}/fd"):
+            try:
+                links.append(os.readlink(f"/proc/{x.pid}/fd/{fd}"))
+            except OSError:
+                pass
+        t.ok(outside not in links and len(links) <= 12,
+             f"sandbox: an inherited descriptor of {outside} is not the "
+             f"server's ({len(links)} descriptors: {links})")
     finally:
         x.stop()
 
@@ -2429,6 +2477,16 @@ def scenario_sandbox(ctx):
     try:
         t.ok(proc_status(x.pid).get("Seccomp") == "0",
              "sandbox: --seccomp none: no filter")
+    finally:
+        x.stop()
+
+    # Root of a user namespace where setgroups is denied (rootless
+    # containers): it serves, with a warning, unsandboxed.
+    x = side_daemon(ctx, "userns", ["--sandbox", "none"], ["unshare", "-r"])
+    try:
+        with ctx.connect(daemon=x) as (dev, s):
+            ctx.expect("sandbox: --sandbox none as root of a user namespace "
+                       "(unshare -r) serves (GETATTR /)", s.getattr(ROOT_ID))
     finally:
         x.stop()
 

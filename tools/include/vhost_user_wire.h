@@ -515,7 +515,14 @@ static inline int vu_lock_socket(const char *path)
 				       strerror(err));
 			return -1;
 		}
-		if (!fstat(fd, &fst) && !stat(pidpath, &pst) &&
+		if (fstat(fd, &fst) || !S_ISREG(fst.st_mode) ||
+		    fst.st_uid != geteuid()) {
+			logmsg("%s is not a regular file of this user: remove it",
+			       pidpath);
+			close(fd);
+			return -1;
+		}
+		if (!stat(pidpath, &pst) &&
 		    fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino)
 			break;
 		close(fd);
@@ -590,7 +597,8 @@ static inline int vu_listen(const char *path, gid_t group, int *lock_fd)
 		logmsg("socket: %s", strerror(errno));
 		goto fail_lock;
 	}
-	old_umask = umask(0177);
+	/* The mode comes from bind() itself: no chmod() of a path after. */
+	old_umask = umask(group == (gid_t)-1 ? 0177 : 0117);
 	err = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ? errno : 0;
 	umask(old_umask);
 	if (err) {
@@ -598,7 +606,7 @@ static inline int vu_listen(const char *path, gid_t group, int *lock_fd)
 		goto fail_fd;
 	}
 	if (group != (gid_t)-1 &&
-	    (chown(path, (uid_t)-1, group) || chmod(path, 0660))) {
+	    fchownat(AT_FDCWD, path, (uid_t)-1, group, AT_SYMLINK_NOFOLLOW)) {
 		logmsg("cannot give group %u access to %s: %s", (unsigned int)group,
 		       path, strerror(errno));
 		goto fail_unlink;

@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -126,6 +127,7 @@ int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
 		  void (*cleanup)(void))
 {
 	sigset_t mask, old;
+	int alive[2];
 	pid_t child;
 
 	/* The forwarded signals wait for sigwait() in the supervisor. */
@@ -136,6 +138,10 @@ int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
 	sigaddset(&mask, SIGUSR1);
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, &old);
+	if (pipe2(alive, O_CLOEXEC)) {
+		logmsg("sandbox: pipe: %m");
+		return -1;
+	}
 	if (unshare(CLONE_NEWPID)) {
 		logmsg("sandbox: a new PID namespace: %m (run as root, or use --sandbox none)");
 		return -1;
@@ -145,15 +151,28 @@ int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
 		logmsg("sandbox: fork: %m");
 		return -1;
 	}
-	if (child > 0)
+	if (child > 0) {
+		close(alive[0]);	/* the write end closes when we die */
 		supervise(child, &mask, cleanup);
+	}
 
 	/* The server: PID 1 of its namespace. */
 	sigdelset(&mask, SIGCHLD);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
+	close(alive[1]);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL))
 		return -1;
+	/* The supervisor may have died before the line above: then go too. */
+	{
+		struct pollfd pfd = { .fd = alive[0], .events = POLLIN };
+
+		if (poll(&pfd, 1, 0) != 0) {
+			logmsg("sandbox: the supervisor is gone");
+			return -1;
+		}
+		close(alive[0]);
+	}
 	*host_pid = outer_pid();
 	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)) {
 		logmsg("sandbox: new namespaces: %m");
@@ -171,9 +190,16 @@ int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
 			logmsg("sandbox: making / a slave mount: %m");
 		return -1;
 	}
-	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  NULL)) {
-		logmsg("sandbox: mounting a proc of its own: %m");
+	/*
+	 * Only the processes (subset=pid: no sysctls, no sysrq-trigger, no
+	 * kcore), read-only: the descriptor of /proc/self/fd kept below leads
+	 * up to this mount's root, and a root server could write a sysctl
+	 * such as core_pattern there. Reopening a file through one of its
+	 * magic links still opens the file on its own mount.
+	 */
+	if (mount("proc", "/proc", "proc",
+		  MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "subset=pid")) {
+		logmsg("sandbox: mounting a proc of its own (subset=pid needs Linux 5.8): %m");
 		return -1;
 	}
 	*proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -226,10 +252,11 @@ int sandbox_drop_caps(uint64_t keep)
  * The system calls the server makes once it serves, found by tracing every
  * scenario of tests/tools/vufs_test.py (interrupt-driven, busy-polling and
  * several workers per queue, and the guest suite) and checked against the
- * libc calls in fuse.c, virtq.c and vufsd.c, plus the few glibc may
- * take instead of a traced one (clone for clone3, the sleep and clock
- * calls behind the vDSO, rt_sigreturn for the SIGBUS guard). No exec, no new sockets, no
- * mounts, no namespaces, no ioctl.
+ * libc calls in fuse.c, virtq.c and vufsd.c, plus the few glibc may take
+ * instead of a traced one (the sleep and clock calls behind the vDSO,
+ * rt_sigreturn for the SIGBUS guard). clone is allowed for threads only
+ * (sandbox_seccomp()). No exec, no new processes, sockets or mounts, no
+ * namespaces, no ioctl.
  */
 static const int allowed_syscalls[] = {
 	/* requests and the device */
@@ -253,8 +280,8 @@ static const int allowed_syscalls[] = {
 	/* memory, threads, time, signals */
 	SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(mremap),
 	SCMP_SYS(madvise), SCMP_SYS(brk), SCMP_SYS(futex),
-	SCMP_SYS(set_robust_list), SCMP_SYS(rseq), SCMP_SYS(clone),
-	SCMP_SYS(clone3), SCMP_SYS(exit), SCMP_SYS(exit_group),
+	SCMP_SYS(set_robust_list), SCMP_SYS(rseq),
+	SCMP_SYS(exit), SCMP_SYS(exit_group),
 	SCMP_SYS(sched_yield), SCMP_SYS(nanosleep), SCMP_SYS(clock_nanosleep),
 	SCMP_SYS(clock_gettime), SCMP_SYS(gettimeofday), SCMP_SYS(getpid),
 	SCMP_SYS(gettid), SCMP_SYS(geteuid), SCMP_SYS(getrusage),
@@ -285,6 +312,22 @@ int sandbox_seccomp(bool log_only)
 			goto out;
 		}
 	}
+	/*
+	 * New threads, never new processes (a child that crashes could run
+	 * a core_pattern helper, or escape the filter's purpose otherwise).
+	 * clone3 passes its flags in memory, out of the filter's reach: it
+	 * says ENOSYS and glibc falls back to clone.
+	 */
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+			       SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD,
+				       CLONE_THREAD));
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
+				       SCMP_SYS(clone3), 0);
+	if (ret) {
+		logmsg("sandbox: seccomp rules for clone: %s", strerror(-ret));
+		goto out;
+	}
 	ret = seccomp_load(ctx);
 	if (ret)
 		logmsg("sandbox: loading the seccomp filter: %s", strerror(-ret));
@@ -309,14 +352,34 @@ out:
  */
 static bool creds_on;
 
+/* Whether cap is in this thread's effective set. */
+static bool have_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2] = { { 0 } };
+
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+	return data[cap / 32].effective & (1U << (cap % 32));
+}
+
 int creds_init(void)
 {
-	creds_on = getuid() == 0;
-	if (creds_on && setgroups(0, NULL)) {
-		logmsg("dropping supplementary groups: %m");
-		return -1;
-	}
+	/* Switching needs both; a daemon without them serves as itself. */
+	creds_on = have_cap(CAP_SETUID) && have_cap(CAP_SETGID) &&
+		   geteuid() == 0;
+	if (creds_on && setgroups(0, NULL))
+		logmsg("warning: cannot drop the supplementary groups (%m): guest callers may gain their permissions");
 	return 0;
+}
+
+/* A worker that cannot be root again must not serve anyone: end it all. */
+static void creds_stuck(void)
+{
+	logmsg("cannot return to root's credentials: %m");
+	_exit(EXIT_FAILURE);
 }
 
 int creds_enter(uid_t uid, gid_t gid)
@@ -328,7 +391,8 @@ int creds_enter(uid_t uid, gid_t gid)
 	if (syscall(SYS_setresuid, -1, uid, -1)) {
 		int err = errno;
 
-		syscall(SYS_setresgid, -1, 0, -1);
+		if (syscall(SYS_setresgid, -1, 0, -1))
+			creds_stuck();
 		return -err;
 	}
 	return 0;
@@ -340,9 +404,6 @@ void creds_leave(uid_t uid, gid_t gid)
 		return;
 	/* Root again first: setting the gid back needs CAP_SETGID. */
 	if (syscall(SYS_setresuid, -1, 0, -1) ||
-	    syscall(SYS_setresgid, -1, 0, -1)) {
-		/* A worker stuck as a guest user must not serve anyone else. */
-		logmsg("cannot return to root's credentials: %m");
-		abort();
-	}
+	    syscall(SYS_setresgid, -1, 0, -1))
+		creds_stuck();
 }

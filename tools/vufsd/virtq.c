@@ -74,19 +74,34 @@ static long page_size;
 
 static void memory_sigbus(int sig, siginfo_t *si, void *uc)
 {
+	/* The page sizes a guest-memory mapping may have: base, 2M, 1G. */
+	const uintptr_t sizes[] = { page_size, 2UL << 20, 1UL << 30 };
 	uintptr_t a = (uintptr_t)si->si_addr;
-	unsigned int i, n = __atomic_load_n(&nguarded, __ATOMIC_ACQUIRE);
+	unsigned int i, k, n = __atomic_load_n(&nguarded, __ATOMIC_ACQUIRE);
 	uint64_t one = 1;
 	int saved = errno;
 
+	/* Sent by someone, not a fault: nothing to repair. */
+	if (si->si_code <= 0)
+		return;
 	for (i = 0; i < n; i++) {
-		void *page = (void *)(a & ~(uintptr_t)(page_size - 1));
-
 		if (a < guarded[i].start || a >= guarded[i].end)
 			continue;
-		if (mmap(page, page_size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
-		    MAP_FAILED)
+		/*
+		 * A hugetlbfs mapping can only be replaced a whole huge page
+		 * at a time: the first size the kernel takes is the page's.
+		 */
+		for (k = 0; k < 3; k++) {
+			uintptr_t page = a & ~(sizes[k] - 1);
+
+			if (page >= guarded[i].start &&
+			    page + sizes[k] <= guarded[i].end &&
+			    mmap((void *)page, sizes[k], PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+				 0) != MAP_FAILED)
+				break;
+		}
+		if (k == 3)
 			break;
 		if (write(fault_fd, &one, sizeof(one)) < 0) {
 			/* The counter is full: a wake-up is pending anyway. */

@@ -696,6 +696,11 @@ int main(int argc, char **argv)
 	bool quit = false;
 	int c, proc_fd = -1;
 
+	/*
+	 * Nothing inherited stays open: a directory descriptor from whoever
+	 * started us would lead the sandboxed server out of its root.
+	 */
+	close_range(3, ~0U, 0);
 	while ((c = getopt_long(argc, argv, "s:g:xX:d:q:t:p:S:i:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
