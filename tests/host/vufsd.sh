@@ -11,8 +11,8 @@ SUITE_ORDER=20
 SUITE_NEEDS=(tools)
 SUITE_TIMEOUT=600
 TESTS=(ops queues malformed escape disconnect reset access xattr fds shrink
-	sandbox creds ops_wide ops_poll disconnect_poll ops_threads queues_threads disconnect_threads
-	reset_threads)
+	sandbox creds devices ops_wide ops_poll disconnect_poll ops_threads
+	queues_threads disconnect_threads reset_threads)
 
 desc_ops="every FUSE opcode on a 2-queue device"
 desc_queues="requests on each request queue land on its own vring and counters"
@@ -26,6 +26,7 @@ desc_fds="descriptor limits: the hard limit raised to fs.nr_open where allowed; 
 desc_shrink="the VMM cuts the memfd behind a GETATTR's reply page after SET_MEM_TABLE: the daemon drops that connection, logs why, lives and serves the next"
 desc_sandbox="the sandboxed server: own mnt/pid/net/ipc/uts namespaces, the share as /, capabilities cut to chown, dac_override, dac_read_search, fowner, fsetid, no_new_privs, a seccomp filter; supervisor and server do not outlive each other; --seccomp none, --sandbox none"
 desc_creds="requests of guest user 1000: new names get its owner or a setgid directory's group and keep the set-id bits asked for; EACCES in root's directory, EPERM on another's file in a sticky directory"
+desc_devices="--allow-devices: guest root makes a character device node, guest user 1000 cannot; the server keeps CAP_MKNOD only then"
 desc_ops_wide="ops with 6 request queues of 3 workers each: more threads than glibc's malloc serves before it sizes its arenas (a system call the seccomp list must allow)"
 desc_ops_poll="ops with busy-polling rings (--busy-poll 200)"
 desc_disconnect_poll="disconnect with busy-polling rings"

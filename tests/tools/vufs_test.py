@@ -45,6 +45,9 @@ Scenarios (default: all):
   creds       (vufsd, as root) requests of an unprivileged guest user: new
               names get its owner or a setgid directory's group, keep the
               set-id bits it asked for, and need its own permissions
+  devices     (vufsd, as root) --allow-devices: guest root makes a device
+              node, a guest user cannot; the server keeps CAP_MKNOD only
+              then
 
 --daemon virtiofsd runs QEMU 7.2's C virtiofsd (one request queue,
 sandbox=chroot, -o xattr). It exits after each connection (the harness
@@ -80,7 +83,8 @@ from fuse_proto import HIPRIO, ROOT_ID, Op  # noqa: E402
 from vhost_user import KiB, MiB  # noqa: E402
 
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
-             "access", "xattr", "fds", "shrink", "sandbox", "creds")
+             "access", "xattr", "fds", "shrink", "sandbox", "creds",
+             "devices")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -2592,6 +2596,42 @@ def scenario_creds(ctx):
     shutil.rmtree(top)
 
 
+def scenario_devices(ctx):
+    """Device nodes, only when the operator allows them."""
+    t = ctx.tap
+    if not ctx.only_vufsd_root("devices: --allow-devices",
+                               "virtiofsd's own policy"):
+        return
+    top = ctx.host("devs")
+    os.mkdir(top, 0o777)
+    os.chmod(top, 0o777)
+    d = side_daemon(ctx, "devices", ["--allow-devices"])
+    try:
+        eff = int(proc_status(d.pid)["CapEff"], 16)
+        t.ok(eff & 1 << 27, f"devices: the server keeps CAP_MKNOD "
+             f"({eff:#x}); without the option it does not (scenario "
+             "sandbox)")
+        with ctx.connect(daemon=d) as (dev, s):
+            node = s.lookup(ROOT_ID, "devs").entry.nodeid
+            r = s.mknod(node, "null", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+            st = os.lstat(os.path.join(top, "null")) if r.error == 0 \
+                else None
+            t.ok(r.error == 0 and stat.S_ISCHR(st.st_mode) and
+                 st.st_rdev == os.makedev(1, 3),
+                 f"devices: guest root makes a character device 1:3: "
+                 f"{r.errname()}")
+            s.uid, s.gid = 1000, 1000
+            r = s.mknod(node, "user-null", stat.S_IFCHR | 0o666,
+                        os.makedev(1, 3))
+            t.ok(r.error == -errno.EPERM and
+                 not os.path.lexists(os.path.join(top, "user-null")),
+                 f"devices: guest user 1000 cannot (no CAP_MKNOD as that "
+                 f"user): {r.errname()} (want -EPERM)")
+    finally:
+        t.ok(d.stop() == 0, "devices: that daemon exits 0")
+        shutil.rmtree(top)
+
+
 # --- main --------------------------------------------------------------------
 
 RUN = {"ops": scenario_ops, "queues": scenario_queues,
@@ -2599,7 +2639,8 @@ RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "disconnect": scenario_disconnect, "reset": scenario_reset,
        "access": scenario_access, "xattr": scenario_xattr,
        "fds": scenario_fds, "shrink": scenario_shrink,
-       "sandbox": scenario_sandbox, "creds": scenario_creds}
+       "sandbox": scenario_sandbox, "creds": scenario_creds,
+       "devices": scenario_devices}
 
 
 def daemon_start_checks(ctx):

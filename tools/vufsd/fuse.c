@@ -90,6 +90,9 @@ static struct {
 	bool initialised;
 } fs = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/* MKNOD may make block and character devices (--allow-devices). */
+static bool devices;
+
 static unsigned int hash64(uint64_t v)
 {
 	return (v * 0x9e3779b97f4a7c15ULL) >> (64 - HASH_BITS);
@@ -823,8 +826,12 @@ static int op_mknod(struct req *r)
 		return -ESTALE;
 	if (bad_name(r->name[0]))
 		return made(r, p, NULL, -EINVAL);
-	/* No device nodes: the guest has its own; on the host they are a door. */
-	if (S_ISCHR(in->mode) || S_ISBLK(in->mode))
+	/*
+	 * No device nodes unless the operator asked (fuse_set_devices()): the
+	 * guest has its own devices, and on the host a node the guest made
+	 * opens a host device to any local user the node's mode lets in.
+	 */
+	if ((S_ISCHR(in->mode) || S_ISBLK(in->mode)) && !devices)
 		return made(r, p, NULL, -EPERM);
 	return made(r, p, r->name[0], AS_CALLER(r,
 		    mknodat(p->fd, r->name[0], in->mode, in->rdev)));
@@ -1356,6 +1363,11 @@ static struct {
 	const char *const *allow;
 	unsigned int nallow;
 } xa;
+
+void fuse_set_devices(bool on)
+{
+	devices = on;
+}
 
 void fuse_set_xattr(bool on, const char *const *allow, unsigned int nallow)
 {

@@ -535,6 +535,10 @@ static void usage(FILE *f)
 "      --seccomp MODE      in the sandbox, a system call outside the list\n"
 "                          kills the server (kill, the default), is logged\n"
 "                          to the audit log (log), or no filter (none)\n"
+"      --allow-devices     let the guest make device nodes in the share (off:\n"
+"                          MKNOD of one fails with EPERM). A node the guest\n"
+"                          makes opens a host device to any host user its\n"
+"                          mode lets in: mount the share nodev\n"
 "  -x, --xattr             serve extended attributes: user.* only, unless\n"
 "                          --xattr-allow adds prefixes (default: none at all)\n"
 "  -X, --xattr-allow PFX   also let the guest use names starting with PFX, e.g.\n"
@@ -634,16 +638,19 @@ static bool allows_ns(const char *const *allow, unsigned int n, const char *ns)
  * any owner and mode (DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER), change
  * owners (CHOWN) and keep set-id bits where the kernel would (FSETID), and
  * a worker takes a guest caller's ids for a request and gives them back
- * (SETUID, SETGID). trusted.* xattrs need SYS_ADMIN and security.capability
+ * (SETUID, SETGID). MKNOD only with --allow-devices. trusted.* xattrs need SYS_ADMIN and security.capability
  * SETFCAP: kept only when --xattr-allow lets the guest at them.
  */
-static uint64_t server_caps(const char *const *allow, unsigned int n)
+static uint64_t server_caps(const char *const *allow, unsigned int n,
+			    bool devices)
 {
 	uint64_t keep = 1ULL << CAP_CHOWN | 1ULL << CAP_DAC_OVERRIDE |
 			1ULL << CAP_DAC_READ_SEARCH | 1ULL << CAP_FOWNER |
 			1ULL << CAP_FSETID | 1ULL << CAP_SETUID |
 			1ULL << CAP_SETGID;
 
+	if (devices)
+		keep |= 1ULL << CAP_MKNOD;
 	if (allows_ns(allow, n, "trusted."))
 		keep |= 1ULL << CAP_SYS_ADMIN;
 	if (allows_ns(allow, n, "security."))
@@ -673,6 +680,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "socket-group", required_argument, NULL, 'g' },
 		{ "sandbox", required_argument, NULL, 'B' },
+		{ "allow-devices", no_argument, NULL, 'D' },
 		{ "seccomp", required_argument, NULL, 'C' },
 		{ "xattr", no_argument, NULL, 'x' },
 		{ "xattr-allow", required_argument, NULL, 'X' },
@@ -688,7 +696,7 @@ int main(int argc, char **argv)
 	};
 	static const char *allow[MAX_XATTR_ALLOW];
 	unsigned int nallow = 0;
-	bool xattr = false;
+	bool xattr = false, devices = false;
 	gid_t group = (gid_t)-1;
 	struct stat st;
 	sigset_t mask;
@@ -728,6 +736,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			d.seccomp = i;
+			break;
+		case 'D':
+			devices = true;
 			break;
 		case 'x':
 			xattr = true;
@@ -815,6 +826,7 @@ int main(int argc, char **argv)
 	raise_fd_limit();
 	umask(0);	/* the guest's kernel applied its umask already */
 	fuse_set_xattr(xattr, allow, nallow);
+	fuse_set_devices(devices);
 	if (d.stats_path) {
 		d.stats_fd = open(d.stats_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 		if (d.stats_fd < 0) {
@@ -840,7 +852,7 @@ int main(int argc, char **argv)
 	}
 	if (creds_init() ||
 	    fuse_setup(d.sandbox ? "/" : d.shared_dir, proc_fd) ||
-	    (d.sandbox && sandbox_drop_caps(server_caps(allow, nallow)))) {
+	    (d.sandbox && sandbox_drop_caps(server_caps(allow, nallow, devices)))) {
 		if (!d.sandbox)
 			unlisten();
 		return 1;

@@ -190,6 +190,8 @@ int fuse_setup(const char *dir, int proc_fd);
  * name prefixes; the array must outlive the daemon.
  */
 void fuse_set_xattr(bool on, const char *const *allow, unsigned int nallow);
+/* Let MKNOD make block and character device nodes (off by default). */
+void fuse_set_devices(bool on);
 int fuse_ctx_init(struct fuse_ctx *c);
 void fuse_ctx_free(struct fuse_ctx *c);
 /* Serves one chain; returns the number of bytes written to the guest. */
