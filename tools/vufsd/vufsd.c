@@ -638,8 +638,9 @@ static bool allows_ns(const char *const *allow, unsigned int n, const char *ns)
  * any owner and mode (DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER), change
  * owners (CHOWN) and keep set-id bits where the kernel would (FSETID), and
  * a worker takes a guest caller's ids for a request and gives them back
- * (SETUID, SETGID). MKNOD only with --allow-devices. trusted.* xattrs need SYS_ADMIN and security.capability
- * SETFCAP: kept only when --xattr-allow lets the guest at them.
+ * (SETUID, SETGID). MKNOD only with --allow-devices; trusted.* xattrs
+ * need SYS_ADMIN and security.capability SETFCAP, kept only when
+ * --xattr-allow lets the guest at them.
  */
 static uint64_t server_caps(const char *const *allow, unsigned int n,
 			    bool devices)
