@@ -265,7 +265,7 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(preadv2), SCMP_SYS(pwritev2), SCMP_SYS(lseek),
 	SCMP_SYS(recvmsg), SCMP_SYS(sendmsg), SCMP_SYS(recvfrom),
 	SCMP_SYS(accept4), SCMP_SYS(setsockopt), SCMP_SYS(poll), SCMP_SYS(ppoll),
-	SCMP_SYS(eventfd2), SCMP_SYS(close), SCMP_SYS(fcntl), SCMP_SYS(dup),
+	SCMP_SYS(eventfd2), SCMP_SYS(close), SCMP_SYS(fcntl),
 	/* files in the share */
 	SCMP_SYS(openat), SCMP_SYS(newfstatat), SCMP_SYS(fstat), SCMP_SYS(statx),
 	SCMP_SYS(getdents64), SCMP_SYS(readlinkat), SCMP_SYS(mkdirat),
