@@ -104,6 +104,19 @@ INIT_CACHE_SYMLINKS = 1 << 23
 INIT_EXPLICIT_INVAL_DATA = 1 << 25
 INIT_SETXATTR_EXT = 1 << 29
 INIT_INIT_EXT = 1 << 30
+# flags2 (bit 34 of the 64-bit flags)
+INIT2_CREATE_SUPP_GROUP = 1 << 2
+# extensions after a request's arguments (fuse_ext_header.type)
+EXT_GROUPS = 32
+
+
+def ext_groups(*gids):
+    """A FUSE_EXT_GROUPS extension (fuse_ext_header, fuse_supp_groups),
+    padded to 8 bytes as the kernel does."""
+    body = struct.pack(f"<I{len(gids)}I", len(gids), *gids)
+    size = 8 + len(body) + (-len(body) % 8)
+    return struct.pack("<II", size, EXT_GROUPS) + body + \
+        bytes(-len(body) % 8)
 
 # What the tests ask for: a Linux guest's usual set, without the flags
 # that change what requests carry (SECURITY_CTX extensions, POSIX_ACL,
@@ -419,25 +432,27 @@ class Session:
         self.last_unique += 2  # like Linux: odd ones mark interrupts
         return self.last_unique
 
-    def header(self, opcode, nodeid, length, unique):
+    def header(self, opcode, nodeid, length, unique, extlen=0):
         return IN_HDR.pack(length, opcode, unique, nodeid, self.uid,
-                           self.gid, self.pid, 0, 0)
+                           self.gid, self.pid, extlen, 0)
 
     def request(self, opcode, nodeid=0, args=b"", data=b"", out_size=0,
                 in_split=None, out_split=None, length=None, unique=None,
-                writable=None):
+                writable=None, ext=b"", extlen=None):
         """A FuseRequest, not submitted. `out_size` counts the reply after
         the out header (the header is added unless out_size is None, for
         a request with no writable part); `writable` overrides the
         writable bytes altogether. `length` overrides in_header.len (else
-        the true readable length)."""
+        the true readable length). `ext` (extensions, a multiple of 8
+        bytes) goes after the arguments, counted in total_extlen unless
+        `extlen` overrides it."""
         unique = self.next_unique() if unique is None else unique
-        total = IN_HDR.size + len(args) + len(data)
+        total = IN_HDR.size + len(args) + len(data) + len(ext)
         hdr = self.header(opcode, nodeid, total if length is None else length,
-                          unique)
+                          unique, len(ext) // 8 if extlen is None else extlen)
         if writable is None:
             writable = 0 if out_size is None else OUT_HDR.size + out_size
-        return FuseRequest(self.mem, hdr + args + data, writable,
+        return FuseRequest(self.mem, hdr + args + data + ext, writable,
                            in_split, out_split,
                            head_len=IN_HDR.size + len(args), unique=unique,
                            opcode=opcode)

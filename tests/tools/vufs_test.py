@@ -2593,7 +2593,63 @@ def scenario_creds(ctx):
         s.uid, s.gid = 0, 0
         r = s.unlink(node["sticky"], "theirs")
         t.ok(r.error == 0, f"creds: root (uid 0) may: {r.errname()}")
+    creds_supp_group(ctx, top, owner, uid, gid, other)
     shutil.rmtree(top)
+
+
+def creds_supp_group(ctx, top, owner, uid, gid, group):
+    """A caller in a directory's group only as a supplementary group:
+    FUSE_CREATE_SUPP_GROUP sends that group with the requests that make
+    names, and the host must let the caller write there."""
+    t = ctx.tap
+    os.mkdir(os.path.join(top, "grp"))
+    os.chown(os.path.join(top, "grp"), 0, group)
+    os.chmod(os.path.join(top, "grp"), 0o770)
+    sg = fp.ext_groups(group)
+    with ctx.connect(init=False) as (dev, s):
+        r = s.init(flags2=fp.INIT2_CREATE_SUPP_GROUP)
+        t.ok(r.error == 0 and r.init.flags & fp.INIT_INIT_EXT and
+             r.init.flags2 & fp.INIT2_CREATE_SUPP_GROUP,
+             f"creds: INIT agrees to CREATE_SUPP_GROUP: {r.errname()}, "
+             f"flags2 {r.init.flags2 if r.init else None}")
+        root = s.lookup(ROOT_ID, "creds").entry.nodeid
+        node = s.lookup(root, "grp").entry.nodeid
+        s.uid, s.gid = uid, gid
+        r = s.create(node, "plain", 0o644)
+        t.ok(r.error == -errno.EACCES and owner("grp", "plain") is None,
+             f"creds: CREATE as {uid}:{gid} in a mode 770 directory of "
+             f"group {group}, no group sent: {r.errname()} (want -EACCES)")
+        r = s.create(node, "f", 0o644, ext=sg)
+        m = s.mkdir(node, "d", 0o755, ext=sg)
+        n = s.mknod(node, "fifo", stat.S_IFIFO | 0o600, 0, ext=sg)
+        y = s.symlink(node, "ln", "f", ext=sg)
+        t.ok([x.error for x in (r, m, n, y)] == [0] * 4 and
+             owner("grp", "f") == (uid, gid, 0o644) and
+             owner("grp", "d") == (uid, gid, 0o755) and
+             owner("grp", "fifo") == (uid, gid, 0o600) and
+             owner("grp", "ln")[:2] == (uid, gid),
+             f"creds: with group {group} sent as supplementary: CREATE "
+             f"{r.errname()} {owner('grp', 'f')}, MKDIR {m.errname()} "
+             f"{owner('grp', 'd')}, MKNOD {n.errname()}, SYMLINK "
+             f"{y.errname()}: the caller's, as the host kernel makes them")
+        if r.error == 0:
+            s.release(r.entry.nodeid, r.open.fh)
+        r = s.create(node, "other", 0o644, ext=fp.ext_groups(group + 1))
+        a = s.create(node, "after", 0o644)
+        t.ok(r.error == -errno.EACCES and a.error == -errno.EACCES,
+             f"creds: another group sent does not open it "
+             f"({r.errname()}), and no group sticks to the worker for the "
+             f"next request ({a.errname()}; want -EACCES for both)")
+        bad = s.create(node, "bad", 0o644, ext=struct.pack("<II", 4, 32))
+        big = s.create(node, "big", 0o644, ext=sg, extlen=200)
+        odd = s.create(node, "odd", 0o644,
+                       ext=struct.pack("<III", 16, 32, 3) + bytes(4))
+        t.ok([x.error for x in (bad, big, odd)] == [-errno.EINVAL] * 3 and
+             not any(owner("grp", n) for n in ("bad", "big", "odd")),
+             f"creds: an extension of size 4, total_extlen past the "
+             f"request, 3 groups in room for 1: {bad.errname()}, "
+             f"{big.errname()}, {odd.errname()} (want -EINVAL), nothing "
+             "made")
 
 
 def scenario_devices(ctx):

@@ -33,6 +33,16 @@
 #include <sys/xattr.h>
 #include <linux/fuse.h>
 
+/* FUSE 7.38's later additions, missing from older uapi headers. */
+#ifndef FUSE_CREATE_SUPP_GROUP
+#define FUSE_CREATE_SUPP_GROUP	(1ULL << 34)
+#define FUSE_EXT_GROUPS		32
+struct fuse_supp_groups {
+	uint32_t nr_groups;
+	uint32_t groups[];
+};
+#endif
+
 #include "vufsd.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
@@ -485,6 +495,7 @@ struct req {
 	const uint8_t *arg;	/* the op's arguments, in c->inbuf */
 	size_t arglen;
 	const char *name[2];	/* NUL-terminated strings after the fixed args */
+	struct creds cr;	/* the caller's, for the calls made as the caller */
 	size_t outlen;		/* reply payload in c->outbuf after the header */
 	size_t direct;		/* reply payload written straight to the guest */
 };
@@ -528,11 +539,11 @@ static int reopen(const struct inode *i, int flags)
  * caller's uid and gid (creds_enter()); 0 or -errno.
  */
 #define AS_CALLER(r, call) ({						\
-	int __ret = creds_enter((r)->h.uid, (r)->h.gid);		\
+	int __ret = creds_enter(&(r)->cr);				\
 									\
 	if (!__ret) {							\
 		__ret = (call) ? -errno : 0;				\
-		creds_leave((r)->h.uid, (r)->h.gid);			\
+		creds_leave(&(r)->cr);					\
 	}								\
 	__ret;								\
 })
@@ -603,6 +614,16 @@ static int op_init(struct req *r)
 		     FUSE_KERNEL_MINOR_VERSION;
 	out->max_readahead = in->max_readahead;
 	out->flags = in->flags & want;
+	/*
+	 * The parent's group with the requests that make names, when the
+	 * caller is in it only as a supplementary group: the host then lets
+	 * that caller write where the guest did.
+	 */
+	if ((in->flags & FUSE_INIT_EXT) && creds_switching() &&
+	    (in->flags2 & FUSE_CREATE_SUPP_GROUP >> 32)) {
+		out->flags |= FUSE_INIT_EXT;
+		out->flags2 = FUSE_CREATE_SUPP_GROUP >> 32;
+	}
 	out->max_background = 256;
 	out->congestion_threshold = 192;
 	out->max_write = MAX_WRITE;
@@ -610,8 +631,9 @@ static int op_init(struct req *r)
 	out->max_pages = MAX_PAGES;
 	r->outlen = sizeof(*out);
 	if (verbose)
-		logmsg("FUSE_INIT: guest FUSE %u.%u, flags %#x, agreed %#x",
-		       in->major, in->minor, in->flags, out->flags);
+		logmsg("FUSE_INIT: guest FUSE %u.%u, flags %#x/%#x, agreed %#x/%#x",
+		       in->major, in->minor, in->flags, in->flags2, out->flags,
+		       out->flags2);
 	return 0;
 }
 
@@ -1034,10 +1056,10 @@ static int op_create(struct req *r)
 		return -EINVAL;
 	}
 	/* As the caller: its owner or the directory's group, its rights. */
-	fd = creds_enter(r->h.uid, r->h.gid);
+	fd = creds_enter(&r->cr);
 	if (!fd) {
 		fd = create_open(p->fd, r->name[0], in);
-		creds_leave(r->h.uid, r->h.gid);
+		creds_leave(&r->cr);
 	}
 	inode_put(p);
 	if (fd < 0)
@@ -1692,6 +1714,36 @@ static bool find_names(struct req *r, const struct op *op, size_t avail)
 	return true;
 }
 
+/*
+ * Reads the extensions after the arguments (total_extlen 8-byte units at
+ * the end of the request, each a fuse_ext_header and its payload). Only
+ * FUSE_EXT_GROUPS is used; other types are skipped. False if malformed.
+ */
+static bool read_extensions(struct req *r, const uint8_t *ext, size_t len)
+{
+	while (len) {
+		const struct fuse_ext_header *xh = (const void *)ext;
+		const struct fuse_supp_groups *sg = (const void *)(xh + 1);
+		unsigned int k;
+
+		if (len < sizeof(*xh) || xh->size < sizeof(*xh) ||
+		    xh->size % 8 || xh->size > len)
+			return false;
+		if (xh->type == FUSE_EXT_GROUPS) {
+			if (xh->size < sizeof(*xh) + sizeof(*sg) ||
+			    sg->nr_groups > (xh->size - sizeof(*xh) - sizeof(*sg)) /
+					    sizeof(sg->groups[0]))
+				return false;
+			for (k = 0; k < sg->nr_groups &&
+				    r->cr.ngroups < CREDS_MAX_GROUPS; k++)
+				r->cr.groups[r->cr.ngroups++] = sg->groups[k];
+		}
+		ext += xh->size;
+		len -= xh->size;
+	}
+	return true;
+}
+
 /* Requests per opcode, all queues together (the stats file's op lines). */
 static uint64_t op_count[ARRAY_SIZE(ops)];
 
@@ -1712,7 +1764,7 @@ size_t fuse_serve(struct fuse_ctx *c, const struct chain *ch)
 {
 	struct req r = { .c = c, .ch = ch };
 	const struct op *op = NULL;
-	size_t copy;
+	size_t copy, extlen;
 	int ret;
 
 	if (ch->out_len < sizeof(r.h))
@@ -1736,9 +1788,18 @@ size_t fuse_serve(struct fuse_ctx *c, const struct chain *ch)
 	iov_to_buf(ch->out, ch->nout, 0, c->inbuf, copy);
 	r.arg = c->inbuf + sizeof(r.h);
 	r.arglen = ch->out_len - sizeof(r.h);
-	if (r.arglen < op->in)
+	extlen = (size_t)r.h.total_extlen * 8;
+	if (r.arglen < op->in + extlen)
 		return malformed(&r, "arguments too short");
-	if (!find_names(&r, op, copy - sizeof(r.h)))
+	r.arglen -= extlen;
+	r.cr.uid = r.h.uid;
+	r.cr.gid = r.h.gid;
+	/* A WRITE's copy stops before its data: no extensions there. */
+	if (extlen && copy == ch->out_len &&
+	    !read_extensions(&r, r.arg + r.arglen, extlen))
+		return malformed(&r, "bad extension");
+	if (!find_names(&r, op, copy - sizeof(r.h) < r.arglen ?
+				copy - sizeof(r.h) : r.arglen))
 		return malformed(&r, "name not NUL-terminated");
 	if (!op->noreply &&
 	    ch->in_len < sizeof(struct fuse_out_header) + op->out)

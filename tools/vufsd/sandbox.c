@@ -290,7 +290,7 @@ static const int allowed_syscalls[] = {
 	/* glibc's malloc sizing its arenas once many threads allocate */
 	SCMP_SYS(sched_getaffinity),
 	/* a worker takes the guest caller's ids and gives them back */
-	SCMP_SYS(setresuid), SCMP_SYS(setresgid),
+	SCMP_SYS(setresuid), SCMP_SYS(setresgid), SCMP_SYS(setgroups),
 };
 
 int sandbox_seccomp(bool log_only)
@@ -346,9 +346,12 @@ out:
  * write and search permission on the directory, the sticky bit. A
  * non-zero effective uid also empties the effective capability set, which
  * comes back from the permitted set when the thread returns to root.
- * Supplementary groups are not known (FUSE sends one uid and one gid), so
- * the daemon drops its own (creds_init()): a caller is never in root's
- * groups by accident.
+ * FUSE sends one uid and one gid; for the requests that make a name it
+ * also sends the parent directory's group when the caller is in it only
+ * as a supplementary group (FUSE_CREATE_SUPP_GROUP), and the worker takes
+ * that group too (raw setgroups, again this thread only). Other
+ * supplementary groups are not known, so the daemon drops its own
+ * (creds_init()): a caller is never in root's groups by accident.
  */
 static bool creds_on;
 
@@ -382,28 +385,45 @@ static void creds_stuck(void)
 	_exit(EXIT_FAILURE);
 }
 
-int creds_enter(uid_t uid, gid_t gid)
+bool creds_switching(void)
 {
-	if (!creds_on || (!uid && !gid))
-		return 0;
-	if (syscall(SYS_setresgid, -1, gid, -1))
-		return -errno;
-	if (syscall(SYS_setresuid, -1, uid, -1)) {
-		int err = errno;
-
-		if (syscall(SYS_setresgid, -1, 0, -1))
-			creds_stuck();
-		return -err;
-	}
-	return 0;
+	return creds_on;
 }
 
-void creds_leave(uid_t uid, gid_t gid)
+int creds_enter(const struct creds *c)
 {
-	if (!creds_on || (!uid && !gid))
+	int err;
+
+	if (!creds_on || (!c->uid && !c->gid))
+		return 0;
+	if (c->ngroups &&
+	    syscall(SYS_setgroups, c->ngroups, c->groups))
+		return -errno;
+	if (syscall(SYS_setresgid, -1, c->gid, -1))
+		goto undo_groups;
+	if (syscall(SYS_setresuid, -1, c->uid, -1))
+		goto undo_gid;
+	return 0;
+
+undo_gid:
+	err = errno;
+	if (syscall(SYS_setresgid, -1, 0, -1))
+		creds_stuck();
+	errno = err;
+undo_groups:
+	err = errno;
+	if (c->ngroups && syscall(SYS_setgroups, 0, NULL))
+		creds_stuck();
+	return -err;
+}
+
+void creds_leave(const struct creds *c)
+{
+	if (!creds_on || (!c->uid && !c->gid))
 		return;
-	/* Root again first: setting the gid back needs CAP_SETGID. */
+	/* Root again first: setting the gid and groups back needs CAP_SETGID. */
 	if (syscall(SYS_setresuid, -1, 0, -1) ||
-	    syscall(SYS_setresgid, -1, 0, -1))
+	    syscall(SYS_setresgid, -1, 0, -1) ||
+	    (c->ngroups && syscall(SYS_setgroups, 0, NULL)))
 		creds_stuck();
 }

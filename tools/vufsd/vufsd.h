@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include "../include/vhost_user_wire.h"
@@ -161,15 +162,27 @@ int sandbox_drop_caps(uint64_t keep);
  */
 int sandbox_seccomp(bool log_only);
 
+/* A guest caller's credentials: its ids and the supplementary groups known. */
+#define CREDS_MAX_GROUPS 8
+struct creds {
+	uid_t uid;
+	gid_t gid;
+	unsigned int ngroups;
+	gid_t groups[CREDS_MAX_GROUPS];
+};
+
 /*
- * Requests that create or remove names run with the guest caller's uid and
- * gid when the daemon is root: creds_init() once (drops supplementary
- * groups), then creds_enter() and creds_leave() around the call, in the
- * worker thread. Both do nothing for uid 0 with gid 0, or when not root.
+ * Requests that create or remove names run with the guest caller's uid,
+ * gid and known supplementary groups when the daemon is root: creds_init()
+ * once (drops the daemon's own supplementary groups), then creds_enter()
+ * and creds_leave() around the call, in the worker thread. Both do nothing
+ * for uid 0 with gid 0, or when the daemon cannot switch
+ * (creds_switching() false).
  */
 int creds_init(void);
-int creds_enter(uid_t uid, gid_t gid);
-void creds_leave(uid_t uid, gid_t gid);
+bool creds_switching(void);
+int creds_enter(const struct creds *c);
+void creds_leave(const struct creds *c);
 
 /* ---- FUSE (fuse.c) ---- */
 
