@@ -23,8 +23,11 @@
 #   --virtiofs SPEC        add a virtio-fs device served by a daemon started on
 #                          the host; repeatable; implies --shared-mem. SPEC is
 #                          tag=T[,queues=N,daemon=vufsd|virtiofsd,poll=US,
-#                          threads=K,dir=PATH,killpriv]. The daemon serves DIR (default
-#                          RUNDIR/fs-T, created) on RUNDIR/fs-T.sock; vufsd
+#                          threads=K,dir=PATH,cache=auto|always|never,
+#                          writeback,killpriv]. The daemon serves DIR (default
+#                          RUNDIR/fs-T, created; a relative DIR is under
+#                          RUNDIR, so dir=fs-U shares tag U's directory) on
+#                          RUNDIR/fs-T.sock; vufsd
 #                          writes its counters to RUNDIR/fs-T.stats (the guest
 #                          reads them as /run/vstor/fs-T.stats) and logs to
 #                          RUNDIR/fs-T.log (killpriv: virtiofsd with
@@ -243,7 +246,7 @@ done
 # virtio-fs devices, each with its daemon on the host.
 k=0
 for spec in "${vfs[@]}"; do
-	tag="" queues=1 daemon=vufsd poll=0 threads=1 dir="" vdopts=()
+	tag="" queues=1 daemon=vufsd poll=0 threads=1 dir="" vdopts=() cache=auto wb=()
 	IFS=, read -ra kv <<<"$spec"
 	for o in "${kv[@]}"; do
 		case $o in
@@ -253,12 +256,15 @@ for spec in "${vfs[@]}"; do
 		poll=*) poll=${o#poll=} ;;
 		threads=*) threads=${o#threads=} ;;
 		dir=*) dir=${o#dir=} ;;
+		cache=auto | cache=always | cache=never) cache=${o#cache=} ;;
+		writeback) wb=(--writeback) vdopts+=(-o writeback) ;;
 		killpriv) vdopts+=(-o killpriv_v2) ;;
 		*) die "unknown virtiofs option '$o' in '$spec'" ;;
 		esac
 	done
 	[[ $tag =~ ^[A-Za-z0-9_-]+$ ]] || die "virtiofs needs tag=NAME (letters, digits, - and _): '$spec'"
-	dir=${dir:-$rundir/fs-$tag}
+	dir=${dir:-fs-$tag}
+	[[ $dir == /* ]] || dir=$rundir/$dir
 	mkdir -p "$dir"
 	sock=$rundir/fs-$tag.sock
 	rm -f "$sock" "$rundir/fs-$tag.rc" "$rundir/fs-$tag.stats"
@@ -268,13 +274,14 @@ for spec in "${vfs[@]}"; do
 		make -s -C "$TOP/tools/vufsd" OUT="$BUILD/tools" >&2
 		# --xattr as virtiofsd's -o xattr below (user.* names only).
 		"$bin" --socket "$sock" --shared-dir "$dir" --queues "$queues" --xattr \
+			--cache "$cache" "${wb[@]}" \
 			--busy-poll "$poll" --threads "$threads" --stats "$rundir/fs-$tag.stats" \
 			>"$rundir/fs-$tag.log" 2>&1 &
 		;;
 	virtiofsd)
 		((queues == 1)) || die "QEMU's virtiofsd serves one request queue, not $queues"
 		/usr/lib/qemu/virtiofsd --socket-path="$sock" -o source="$dir" \
-			-o sandbox=chroot -o cache=auto -o xattr "${vdopts[@]}" \
+			-o sandbox=chroot -o cache="$cache" -o xattr "${vdopts[@]}" \
 			>"$rundir/fs-$tag.log" 2>&1 &
 		;;
 	esac

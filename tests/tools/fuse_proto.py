@@ -104,8 +104,14 @@ INIT_CACHE_SYMLINKS = 1 << 23
 INIT_EXPLICIT_INVAL_DATA = 1 << 25
 INIT_SETXATTR_EXT = 1 << 29
 INIT_INIT_EXT = 1 << 30
-# flags2 (bit 34 of the 64-bit flags)
+INIT_WRITEBACK_CACHE = 1 << 16
+# flags2 (bits 32.. of the 64-bit flags)
 INIT2_CREATE_SUPP_GROUP = 1 << 2
+INIT2_DIRECT_IO_ALLOW_MMAP = 1 << 4
+# fuse_open_out.open_flags
+FOPEN_DIRECT_IO = 1 << 0
+FOPEN_KEEP_CACHE = 1 << 1
+FOPEN_CACHE_DIR = 1 << 3
 # extensions after a request's arguments (fuse_ext_header.type)
 EXT_GROUPS = 32
 

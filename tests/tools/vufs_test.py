@@ -84,7 +84,7 @@ from vhost_user import KiB, MiB  # noqa: E402
 
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
              "access", "xattr", "fds", "shrink", "sandbox", "creds",
-             "devices")
+             "cache", "devices")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -2652,6 +2652,87 @@ def creds_supp_group(ctx, top, owner, uid, gid, group):
              "made")
 
 
+def scenario_cache(ctx):
+    """--cache and --writeback: what the guest is told it may cache."""
+    t = ctx.tap
+    if not ctx.only_vufsd_root("cache: --cache and --writeback",
+                               "virtiofsd's own options"):
+        return
+    top = ctx.host("cache")
+    os.mkdir(top)
+    write_file(os.path.join(top, "f"), b"0123456789")
+    write_file(os.path.join(top, "wo"), b"")
+    os.chown(os.path.join(top, "wo"), 1000, 1000)
+    os.chmod(os.path.join(top, "wo"), 0o200)
+    os.chmod(top, 0o777)
+    want = {  # mode: (timeout, file open_flags, directory open_flags)
+        "auto": (1, 0, 0),
+        "always": (86400, fp.FOPEN_KEEP_CACHE,
+                   fp.FOPEN_KEEP_CACHE | fp.FOPEN_CACHE_DIR),
+        "never": (0, fp.FOPEN_DIRECT_IO, 0),
+    }
+    for mode, (tmo, fflags, dflags) in want.items():
+        d = side_daemon(ctx, f"cache-{mode}", ["--cache", mode])
+        try:
+            with ctx.connect(daemon=d) as (dev, s):
+                e = s.lookup(ROOT_ID, "cache")
+                node = e.entry.nodeid
+                f = s.lookup(node, "f")
+                g = s.getattr(f.entry.nodeid)
+                o = s.open(f.entry.nodeid, os.O_RDONLY)
+                od = s.opendir(node)
+                c = s.create(node, f"new-{mode}", 0o644)
+                got = (f.entry.entry_valid, f.entry.attr_valid,
+                       struct.unpack_from("<Q", g.body)[0] if g.error == 0
+                       else None, o.open.open_flags if o.open else None,
+                       c.open.open_flags if c.open else None,
+                       od.open.open_flags if od.open else None)
+                t.ok(got == (tmo, tmo, tmo, fflags, fflags, dflags),
+                     f"cache {mode}: LOOKUP entry/attr timeout, GETATTR "
+                     f"timeout, OPEN, CREATE and OPENDIR open_flags {got} "
+                     f"(want {(tmo, tmo, tmo, fflags, fflags, dflags)})")
+        finally:
+            t.ok(d.stop() == 0, f"cache {mode}: that daemon exits 0")
+    with ctx.connect(init=False) as (dev, s):
+        r = s.init(flags=fp.INIT_FLAGS | fp.INIT_WRITEBACK_CACHE,
+                   flags2=fp.INIT2_DIRECT_IO_ALLOW_MMAP)
+        t.ok(r.init and not r.init.flags & fp.INIT_WRITEBACK_CACHE and
+             r.init.flags2 & fp.INIT2_DIRECT_IO_ALLOW_MMAP,
+             "cache: without --writeback INIT does not agree to "
+             "WRITEBACK_CACHE; it agrees to DIRECT_IO_ALLOW_MMAP (shared "
+             "mappings of --cache never files)")
+    d = side_daemon(ctx, "cache-wb", ["--writeback"])
+    try:
+        with ctx.connect(init=False, daemon=d) as (dev, s):
+            r = s.init(flags=fp.INIT_FLAGS | fp.INIT_WRITEBACK_CACHE)
+            t.ok(r.init and r.init.flags & fp.INIT_WRITEBACK_CACHE,
+                 "cache: with --writeback INIT agrees to WRITEBACK_CACHE")
+            node = s.lookup(ROOT_ID, "cache").entry.nodeid
+            f = s.lookup(node, "f").entry.nodeid
+            o = s.open(f, os.O_WRONLY)
+            rd = s.read(f, o.open.fh, 0, 4) if o.open else None
+            t.ok(rd is not None and rd.error == 0 and rd.data == b"0123",
+                 f"cache: with --writeback a write-only OPEN can be read "
+                 f"through (the guest reads around partial pages): "
+                 f"{rd.errname() if rd else o.errname()}")
+            a = s.open(f, os.O_WRONLY | os.O_APPEND)
+            w = s.write(f, a.open.fh, 2, b"ab") if a.open else None
+            t.ok(w is not None and w.error == 0 and
+                 read_host(os.path.join(top, "f")) == b"01ab456789",
+                 f"cache: with --writeback O_APPEND is dropped (the guest "
+                 f"gives the offsets): a write at 2 gave "
+                 f"{read_host(os.path.join(top, 'f'))!r}")
+            s.uid, s.gid = 1000, 1000
+            c = s.create(node, "wo", 0o200, flags=os.O_WRONLY | os.O_CREAT)
+            t.ok(c.error == 0,
+                 f"cache: with --writeback the owner of a mode 200 file "
+                 f"still opens it write-only through CREATE (the widened "
+                 f"open is refused, the plain one is not): {c.errname()}")
+    finally:
+        t.ok(d.stop() == 0, "cache: the --writeback daemon exits 0")
+    shutil.rmtree(top)
+
+
 def scenario_devices(ctx):
     """Device nodes, only when the operator allows them."""
     t = ctx.tap
@@ -2696,7 +2777,7 @@ RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "access": scenario_access, "xattr": scenario_xattr,
        "fds": scenario_fds, "shrink": scenario_shrink,
        "sandbox": scenario_sandbox, "creds": scenario_creds,
-       "devices": scenario_devices}
+       "cache": scenario_cache, "devices": scenario_devices}
 
 
 def daemon_start_checks(ctx):
@@ -2753,6 +2834,11 @@ def cli_checks(ctx):
          "Usage"),
         ("a stray argument", ["-s", sock, "-d", share, "extra"], 2,
          "unexpected"),
+        ("--cache sometimes", ["-s", sock, "-d", share, "--cache",
+                               "sometimes"], 2, "give auto, always or never"),
+        ("--writeback with --cache never", ["-s", sock, "-d", share,
+                                            "--writeback", "--cache",
+                                            "never"], 2, "not with --cache never"),
         ("a missing directory", ["-s", sock, "-d", share + "/nope"], 1,
          "No such file"),
         ("a file as directory", ["-s", sock, "-d", notdir], 1,

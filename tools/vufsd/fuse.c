@@ -34,6 +34,9 @@
 #include <linux/fuse.h>
 
 /* FUSE 7.38's later additions, missing from older uapi headers. */
+#ifndef FUSE_DIRECT_IO_ALLOW_MMAP
+#define FUSE_DIRECT_IO_ALLOW_MMAP	(1ULL << 36)
+#endif
 #ifndef FUSE_CREATE_SUPP_GROUP
 #define FUSE_CREATE_SUPP_GROUP	(1ULL << 34)
 #define FUSE_EXT_GROUPS		32
@@ -52,7 +55,6 @@ struct fuse_supp_groups {
 #define MAX_WRITE	(MAX_PAGES * 4096)
 #define INBUF_SIZE	(72 * 1024)		/* largest request but WRITE */
 #define OUTBUF_SIZE	(MAX_WRITE + 4096)	/* largest reply */
-#define ATTR_TIMEOUT	1			/* seconds */
 
 /* ---- inodes ---- */
 
@@ -102,6 +104,40 @@ static struct {
 
 /* MKNOD may make block and character devices (--allow-devices). */
 static bool devices;
+
+/* What the guest may cache (--cache, --writeback). */
+static struct {
+	enum fuse_cache mode;
+	bool writeback;
+} cache;
+
+void fuse_set_cache(enum fuse_cache mode, bool writeback)
+{
+	cache.mode = mode;
+	cache.writeback = writeback;
+}
+
+/* How long the guest may trust a name or attributes, in seconds. */
+static uint64_t cache_timeout(void)
+{
+	return cache.mode == CACHE_ALWAYS ? 86400 :
+	       cache.mode == CACHE_NEVER ? 0 : 1;
+}
+
+/*
+ * fuse_open_out.open_flags: always keeps the guest's page cache across
+ * opens (and caches directory listings); never sends all I/O to us;
+ * auto drops the page cache at open and when the attributes show a change
+ * (FUSE_AUTO_INVAL_DATA).
+ */
+static uint32_t cache_open_flags(bool dir)
+{
+	if (cache.mode == CACHE_ALWAYS)
+		return FOPEN_KEEP_CACHE | (dir ? FOPEN_CACHE_DIR : 0);
+	if (cache.mode == CACHE_NEVER && !dir)
+		return FOPEN_DIRECT_IO;
+	return 0;
+}
 
 static unsigned int hash64(uint64_t v)
 {
@@ -259,8 +295,7 @@ static int entry_from_fd(int fd, struct fuse_entry_out *e)
 	memset(e, 0, sizeof(*e));
 	e->nodeid = i->nodeid;
 	pthread_mutex_unlock(&fs.lock);
-	e->entry_valid = ATTR_TIMEOUT;
-	e->attr_valid = ATTR_TIMEOUT;
+	e->entry_valid = e->attr_valid = cache_timeout();
 	fill_attr(&e->attr, &st);
 	return 0;
 }
@@ -287,8 +322,7 @@ static bool entry_known(const struct stat *st, struct fuse_entry_out *e)
 	memset(e, 0, sizeof(*e));
 	e->nodeid = i->nodeid;
 	pthread_mutex_unlock(&fs.lock);
-	e->entry_valid = ATTR_TIMEOUT;
-	e->attr_valid = ATTR_TIMEOUT;
+	e->entry_valid = e->attr_valid = cache_timeout();
 	fill_attr(&e->attr, st);
 	return true;
 }
@@ -596,7 +630,9 @@ static int op_init(struct req *r)
 			FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO |
 			FUSE_ASYNC_DIO | FUSE_PARALLEL_DIROPS | FUSE_MAX_PAGES |
 			FUSE_AUTO_INVAL_DATA | FUSE_CACHE_SYMLINKS |
-			FUSE_HANDLE_KILLPRIV_V2;
+			FUSE_HANDLE_KILLPRIV_V2 |
+			(cache.writeback ? FUSE_WRITEBACK_CACHE : 0);
+	uint32_t want2 = FUSE_DIRECT_IO_ALLOW_MMAP >> 32;
 
 	if (in->major != FUSE_KERNEL_VERSION || in->minor < 27) {
 		logmsg("FUSE_INIT: the guest speaks FUSE %u.%u; 7.27 or later is needed",
@@ -619,10 +655,15 @@ static int op_init(struct req *r)
 	 * caller is in it only as a supplementary group: the host then lets
 	 * that caller write where the guest did.
 	 */
-	if ((in->flags & FUSE_INIT_EXT) && creds_switching() &&
-	    (in->flags2 & FUSE_CREATE_SUPP_GROUP >> 32)) {
+	if (creds_switching())
+		want2 |= FUSE_CREATE_SUPP_GROUP >> 32;
+	/*
+	 * Shared mappings of files opened with FOPEN_DIRECT_IO (cache never):
+	 * without this flag the guest refuses them with ENODEV.
+	 */
+	if (in->flags & FUSE_INIT_EXT && in->flags2 & want2) {
 		out->flags |= FUSE_INIT_EXT;
-		out->flags2 = FUSE_CREATE_SUPP_GROUP >> 32;
+		out->flags2 = in->flags2 & want2;
 	}
 	out->max_background = 256;
 	out->congestion_threshold = 192;
@@ -687,7 +728,7 @@ static int attr_reply(struct req *r, int fd)
 	if (ret)
 		return ret;
 	memset(out, 0, sizeof(*out));
-	out->attr_valid = ATTR_TIMEOUT;
+	out->attr_valid = cache_timeout();
 	fill_attr(&out->attr, &st);
 	r->outlen = sizeof(*out);
 	return 0;
@@ -978,6 +1019,38 @@ static int host_flags(uint32_t flags)
 			  O_NOFOLLOW)) | O_CLOEXEC;
 }
 
+/*
+ * With the writeback cache the guest reads around partial-page writes
+ * through any of the file's handles, and appends at the size it knows
+ * itself: a write-only open is made read-write, and O_APPEND goes (on
+ * Linux, pwrite() with O_APPEND ignores the offset). Whether the widened
+ * open worked: a caller who may write but not read keeps write-only.
+ */
+static bool widen_for_writeback(int *flags)
+{
+	if (!cache.writeback)
+		return false;
+	*flags &= ~O_APPEND;
+	if ((*flags & O_ACCMODE) != O_WRONLY)
+		return false;
+	*flags = (*flags & ~O_ACCMODE) | O_RDWR;
+	return true;
+}
+
+/* Opens an inode for OPEN: widened for the writeback cache if it may be. */
+static int reopen_file(const struct inode *i, uint32_t guest_flags)
+{
+	int flags = host_flags(guest_flags), fd;
+
+	if (widen_for_writeback(&flags)) {
+		fd = reopen(i, flags);
+		if (fd != -EACCES)
+			return fd;
+		flags = (flags & ~O_ACCMODE) | O_WRONLY;
+	}
+	return reopen(i, flags);
+}
+
 static int op_open(struct req *r)
 {
 	const struct fuse_open_in *in = (const void *)r->arg;
@@ -987,13 +1060,14 @@ static int op_open(struct req *r)
 
 	if (!i)
 		return -ESTALE;
-	fd = i->type == S_IFDIR ? -EISDIR : reopen(i, host_flags(in->flags));
+	fd = i->type == S_IFDIR ? -EISDIR : reopen_file(i, in->flags);
 	inode_put(i);
 	if (fd < 0)
 		return fd;
 	if (in->open_flags & FUSE_OPEN_KILL_SUIDGID)
 		kill_suidgid(fd, NULL);
 	memset(out, 0, sizeof(*out));
+	out->open_flags = cache_open_flags(false);
 	out->fh = handle_new(fd, NULL, r->h.nodeid);
 	if (!out->fh) {
 		close(fd);
@@ -1013,9 +1087,11 @@ static int create_open(int dirfd, const char *name,
 		       const struct fuse_create_in *in)
 {
 	int flags = host_flags(in->flags), fd, opath;
+	bool widened = widen_for_writeback(&flags);
 	struct stat st;
 	char p[16];
 
+	/* A new file: the caller may always read what it creates. */
 	fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW,
 		    in->mode & 07777);
 	if (fd >= 0)
@@ -1033,6 +1109,9 @@ static int create_open(int dirfd, const char *name,
 	} else {
 		proc_name(p, opath);
 		fd = openat(fs.proc_fd, p, flags);
+		if (fd < 0 && errno == EACCES && widened)
+			fd = openat(fs.proc_fd, p,
+				    (flags & ~O_ACCMODE) | O_WRONLY);
 		if (fd < 0)
 			fd = -errno;
 	}
@@ -1075,6 +1154,7 @@ static int op_create(struct req *r)
 		return ret;
 	}
 	memset(o, 0, sizeof(*o));
+	o->open_flags = cache_open_flags(false);
 	o->fh = handle_new(fd, NULL, e->nodeid);
 	if (!o->fh) {
 		close(fd);
@@ -1225,6 +1305,7 @@ static int op_opendir(struct req *r)
 		return -ENOMEM;
 	}
 	memset(out, 0, sizeof(*out));
+	out->open_flags = cache_open_flags(true);
 	out->fh = handle_new(dirfd(d), d, r->h.nodeid);
 	if (!out->fh) {
 		closedir(d);

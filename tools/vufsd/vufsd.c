@@ -544,6 +544,13 @@ static void usage(FILE *f)
 "  -X, --xattr-allow PFX   also let the guest use names starting with PFX, e.g.\n"
 "                          trusted. (up to %u; security. lets the guest set\n"
 "                          file capabilities and LSM labels on the host)\n"
+"  -c, --cache MODE        what the guest may cache: auto (default: names and\n"
+"                          attributes for 1 s, file data until they change),\n"
+"                          always (a day, data kept across opens: only if\n"
+"                          nothing else changes the directory), never (every\n"
+"                          read and write comes here)\n"
+"      --writeback         the guest caches writes too and sends them later\n"
+"                          (faster small writes; not with --cache never)\n"
 "  -d, --shared-dir DIR    directory to share; the guest cannot reach outside it\n"
 "  -q, --queues N          request queues, 1-%u (default 1); give QEMU the same\n"
 "                          num-request-queues\n"
@@ -684,6 +691,8 @@ int main(int argc, char **argv)
 		{ "allow-devices", no_argument, NULL, 'D' },
 		{ "seccomp", required_argument, NULL, 'C' },
 		{ "xattr", no_argument, NULL, 'x' },
+		{ "cache", required_argument, NULL, 'c' },
+		{ "writeback", no_argument, NULL, 'W' },
 		{ "xattr-allow", required_argument, NULL, 'X' },
 		{ "shared-dir", required_argument, NULL, 'd' },
 		{ "queues", required_argument, NULL, 'q' },
@@ -697,7 +706,12 @@ int main(int argc, char **argv)
 	};
 	static const char *allow[MAX_XATTR_ALLOW];
 	unsigned int nallow = 0;
-	bool xattr = false, devices = false;
+	static const char *const cache_modes[] = {
+		[CACHE_AUTO] = "auto", [CACHE_ALWAYS] = "always",
+		[CACHE_NEVER] = "never",
+	};
+	enum fuse_cache cache = CACHE_AUTO;
+	bool xattr = false, devices = false, writeback = false;
 	gid_t group = (gid_t)-1;
 	struct stat st;
 	sigset_t mask;
@@ -710,7 +724,7 @@ int main(int argc, char **argv)
 	 * started us would lead the sandboxed server out of its root.
 	 */
 	close_range(3, ~0U, 0);
-	while ((c = getopt_long(argc, argv, "s:g:xX:d:q:t:p:S:i:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:g:xX:c:d:q:t:p:S:i:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			d.socket_path = optarg;
@@ -743,6 +757,19 @@ int main(int argc, char **argv)
 			break;
 		case 'x':
 			xattr = true;
+			break;
+		case 'c':
+			for (i = 0; i < 3; i++)
+				if (!strcmp(optarg, cache_modes[i]))
+					break;
+			if (i == 3) {
+				logmsg("--cache %s: give auto, always or never", optarg);
+				return 2;
+			}
+			cache = i;
+			break;
+		case 'W':
+			writeback = true;
 			break;
 		case 'X':
 			if (!*optarg || nallow == MAX_XATTR_ALLOW) {
@@ -801,6 +828,10 @@ int main(int argc, char **argv)
 		logmsg("unexpected argument '%s' (see --help)", argv[optind]);
 		return 2;
 	}
+	if (writeback && cache == CACHE_NEVER) {
+		logmsg("--writeback caches writes: not with --cache never");
+		return 2;
+	}
 	if (nallow && !xattr) {
 		logmsg("--xattr-allow needs --xattr");
 		return 2;
@@ -828,6 +859,7 @@ int main(int argc, char **argv)
 	umask(0);	/* the guest's kernel applied its umask already */
 	fuse_set_xattr(xattr, allow, nallow);
 	fuse_set_devices(devices);
+	fuse_set_cache(cache, writeback);
 	if (d.stats_path) {
 		d.stats_fd = open(d.stats_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 		if (d.stats_fd < 0) {

@@ -205,6 +205,14 @@ int fuse_setup(const char *dir, int proc_fd);
 void fuse_set_xattr(bool on, const char *const *allow, unsigned int nallow);
 /* Let MKNOD make block and character device nodes (off by default). */
 void fuse_set_devices(bool on);
+/*
+ * What the guest may cache: names and attributes for 1 s, file data until
+ * a change shows (auto, the default); for a day, with data and directory
+ * listings kept across opens (always); nothing, every read and write
+ * reaching the daemon (never). writeback: the guest caches writes too.
+ */
+enum fuse_cache { CACHE_AUTO, CACHE_ALWAYS, CACHE_NEVER };
+void fuse_set_cache(enum fuse_cache mode, bool writeback);
 int fuse_ctx_init(struct fuse_ctx *c);
 void fuse_ctx_free(struct fuse_ctx *c);
 /* Serves one chain; returns the number of bytes written to the guest. */
