@@ -11,7 +11,7 @@ SUITE_ORDER=20
 SUITE_NEEDS=(tools)
 SUITE_TIMEOUT=600
 TESTS=(ops queues malformed escape disconnect reset access xattr fds shrink
-	sandbox creds cache devices ops_wide ops_poll disconnect_poll ops_threads
+	sandbox creds cache quiesce devices ops_wide ops_poll disconnect_poll ops_threads
 	queues_threads disconnect_threads reset_threads)
 
 desc_ops="every FUSE opcode on a 2-queue device"
@@ -27,6 +27,7 @@ desc_shrink="the VMM cuts the memfd behind a GETATTR's reply page after SET_MEM_
 desc_sandbox="the sandboxed server: own mnt/pid/net/ipc/uts namespaces, the share as /, capabilities cut to chown, dac_override, dac_read_search, fowner, fsetid, no_new_privs, a seccomp filter; supervisor and server do not outlive each other; --seccomp none, --sandbox none"
 desc_creds="requests of guest user 1000: new names get its owner or a setgid directory's group and keep the set-id bits asked for; EACCES in root's directory, EPERM on another's file in a sticky directory; a caller in a directory's group only as a supplementary one may create there when FUSE sends that group (CREATE_SUPP_GROUP), not otherwise; malformed group extensions EINVAL"
 desc_cache="--cache auto, always, never: the entry and attribute timeouts and open flags the guest is given (1 s, a day with KEEP_CACHE and CACHE_DIR, 0 with DIRECT_IO); --writeback: WRITEBACK_CACHE agreed, write-only opens readable, O_APPEND dropped, a caller without read permission still opens write-only"
+desc_quiesce="INIT and DESTROY on queue 2 while queue 1 serves an FSYNC of 256 MiB: each is answered only after the FSYNC, and the old session's inodes are gone after it"
 desc_devices="--allow-devices: guest root makes a character device node, guest user 1000 cannot; the server keeps CAP_MKNOD only then"
 desc_ops_wide="ops with 6 request queues of 3 workers each: more threads than glibc's malloc serves before it sizes its arenas (a system call the seccomp list must allow)"
 desc_ops_poll="ops with busy-polling rings (--busy-poll 200)"

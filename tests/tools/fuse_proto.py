@@ -18,6 +18,7 @@ import enum
 import errno
 import os
 import struct
+import time
 from collections import namedtuple
 
 import vhost_user as vu
@@ -343,6 +344,7 @@ class FuseRequest:
     def complete(self, used_len):
         """Parse the reply and give the guest buffers back."""
         self.used_len = used_len
+        self.completed_at = time.monotonic()
         out = self.out_bytes()
         if used_len >= OUT_HDR.size and len(out) >= OUT_HDR.size:
             self.out_len, self.error, self.out_unique = OUT_HDR.unpack_from(

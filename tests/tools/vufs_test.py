@@ -84,7 +84,7 @@ from vhost_user import KiB, MiB  # noqa: E402
 
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
              "access", "xattr", "fds", "shrink", "sandbox", "creds",
-             "cache", "devices")
+             "cache", "quiesce", "devices")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -2733,6 +2733,73 @@ def scenario_cache(ctx):
     shutil.rmtree(top)
 
 
+def scenario_quiesce(ctx):
+    """INIT and DESTROY wait for what the other queues are serving."""
+    t = ctx.tap
+    if not ctx.only_vufsd("quiesce: INIT and DESTROY drain the other queues",
+                          "virtiofsd serves one request queue"):
+        return
+    top = ctx.host("quiesce")
+    os.mkdir(top)
+    big = os.path.join(top, "big")
+    if os.statvfs(top).f_bsize and \
+            subprocess.run(["stat", "-f", "-c", "%T", top], capture_output=True,
+                           text=True).stdout.strip() == "tmpfs":
+        t.skip("quiesce: INIT and DESTROY drain the other queues",
+               "the share is on tmpfs, where FSYNC takes no time")
+        shutil.rmtree(top)
+        return
+    chunk = bytes(MiB)
+    for op in (Op.INIT, Op.DESTROY):
+        with ctx.connect(request_queues=2) as (dev, s):
+            node = s.lookup(ROOT_ID, "quiesce").entry.nodeid
+            node = s.lookup(node, "big").entry.nodeid \
+                if os.path.exists(big) else s.create(node, "big", 0o644).entry.nodeid
+            fh = s.open(node, os.O_RDWR).open.fh
+            # 256 MiB of dirty pages in the host's cache: FSYNC is slow.
+            with open(big, "wb") as f:
+                for _ in range(256):
+                    f.write(chunk)
+            sync = s.request(Op.FSYNC, node, fp.FSYNC_IN.pack(fh, 0, 0))
+            reset = s.request(op, 0, fp.INIT_IN.pack(
+                fp.KERNEL_VERSION, fp.KERNEL_MINOR_VERSION, 128 * KiB,
+                fp.INIT_FLAGS, 0) if op == Op.INIT else b"",
+                out_size=fp.INIT_OUT.size if op == Op.INIT else 0)
+            start = time.monotonic()
+            dev.submit(sync, 1)
+            time.sleep(0.05)
+            dev.submit(reset, 2)
+            for vq, req, length in iter_completions(dev, [1, 2], 2):
+                req.complete(length)
+            name = op.name
+            if sync.completed_at - start < 0.05:
+                t.skip(f"quiesce: {name} waits for an FSYNC in flight on "
+                       "another queue", f"FSYNC took only "
+                       f"{sync.completed_at - start:.3f} s")
+                continue
+            t.ok(sync.error == 0 and reset.error == 0 and
+                 reset.completed_at >= sync.completed_at,
+                 f"quiesce: {name} on queue 2 while queue 1 serves an FSYNC "
+                 f"of 256 MiB ({sync.completed_at - start:.2f} s): {name} "
+                 f"answered {reset.completed_at - sync.completed_at:+.3f} s "
+                 f"after it (want >= 0), errors {sync.errname()} "
+                 f"{reset.errname()}")
+            r = s.getattr(node)
+            t.ok(r.error == -errno.ESTALE,
+                 f"quiesce: after {name} the old session's inode is gone: "
+                 f"{r.errname()} (want -ESTALE)")
+    shutil.rmtree(top)
+
+
+def iter_completions(dev, queues, n):
+    """Yields n completions from the given vrings of dev."""
+    got = 0
+    while got < n:
+        for c in vu.wait_any([dev.vqs[q] for q in queues], dev.timeout):
+            got += 1
+            yield c
+
+
 def scenario_devices(ctx):
     """Device nodes, only when the operator allows them."""
     t = ctx.tap
@@ -2777,7 +2844,8 @@ RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "access": scenario_access, "xattr": scenario_xattr,
        "fds": scenario_fds, "shrink": scenario_shrink,
        "sandbox": scenario_sandbox, "creds": scenario_creds,
-       "cache": scenario_cache, "devices": scenario_devices}
+       "cache": scenario_cache, "quiesce": scenario_quiesce,
+       "devices": scenario_devices}
 
 
 def daemon_start_checks(ctx):

@@ -481,11 +481,28 @@ void fuse_counts(uint64_t *inodes, uint64_t *handles)
 	pthread_mutex_unlock(&fs.lock);
 }
 
+/*
+ * INIT and DESTROY start a session afresh: they wait until the requests the
+ * other workers are serving have finished and hold new ones back until the
+ * tables are reset, so that no request of the old session lands in the new
+ * one (a LOOKUP that added an inode the new guest never heard of, say).
+ * Every other request holds it shared; writers go first, so a busy queue
+ * cannot keep INIT waiting.
+ */
+static pthread_rwlock_t session_lock;
+
 int fuse_setup(const char *dir, int proc_fd)
 {
+	pthread_rwlockattr_t attr;
 	struct inode *root;
 	struct stat st;
 	int fd;
+
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr,
+				      PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&session_lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
 
 	fs.proc_fd = proc_fd >= 0 ? proc_fd :
 		     open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1885,7 +1902,12 @@ size_t fuse_serve(struct fuse_ctx *c, const struct chain *ch)
 	if (!op->noreply &&
 	    ch->in_len < sizeof(struct fuse_out_header) + op->out)
 		return malformed(&r, "no room for the reply");
+	if (r.h.opcode == FUSE_INIT || r.h.opcode == FUSE_DESTROY)
+		pthread_rwlock_wrlock(&session_lock);
+	else
+		pthread_rwlock_rdlock(&session_lock);
 	ret = op->fn(&r);
+	pthread_rwlock_unlock(&session_lock);
 	if (op->noreply)
 		return 0;
 	return reply(&r, ret);
