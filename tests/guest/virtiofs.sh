@@ -1,14 +1,18 @@
 # virtio-fs with several request queues, served by vufsd (tools/vufsd).
 # The boot (tests/run.sh) starts one vufsd per device on the host through
 # vm/vm.sh --virtiofs: tags fs1, fs2 and fs4 with 1, 2 and 4 request
-# queues, on a 4-CPU guest. Each daemon's counters are in
+# queues, on a 4-CPU guest; fsa, fsn and fsw serve fs1's directory again
+# with --cache always, --cache never and --writeback, and vfd is QEMU's own
+# virtiofsd, for comparison. Each vufsd's counters are in
 # /run/vstor/fs-TAG.stats and its shared directory is /run/vstor/fs-TAG,
 # which this guest also sees over 9p: the host's own view of the files.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
 # The guest this suite boots (vm/vm.sh options) and what it needs built.
 SUITE_VM=(--cpus 4 --no-disk --virtiofs "tag=fs1,queues=1" --virtiofs "tag=fs2,queues=2"
-	--virtiofs "tag=fs4,queues=4,threads=2")
+	--virtiofs "tag=fs4,queues=4,threads=2"
+	--virtiofs "tag=fsa,cache=always,dir=fs-fs1" --virtiofs "tag=fsn,cache=never,dir=fs-fs1"
+	--virtiofs "tag=fsw,writeback,dir=fs-fs1" --virtiofs "tag=vfd,daemon=virtiofsd")
 SUITE_NEEDS=(kernel tools)
 SUITE_ORDER=80
 
@@ -286,6 +290,83 @@ PY
 	[[ ! -e $h ]] || fail "rm -rf left $h on the host"
 }
 
+desc_vf_creds="names made by guest user 1000 belong to it on the host; in a mode 770 directory of group 2000 it can create, mkdir, mkfifo and symlink only while 2000 is one of its supplementary groups (FUSE_CREATE_SUPP_GROUP), and in a setgid one the new file takes the directory's group"
+vf_creds() {
+	local m=$VF/fs2/creds h=/run/vstor/fs-fs2/creds u=(setpriv --reuid 1000 --regid 1000)
+	rm -rf "$m"
+	mkdir -p "$m/grp" "$m/sgid" || return 1
+	chown 0:2000 "$m/grp" "$m/sgid" && chmod 0770 "$m/grp" && chmod 2770 "$m/sgid" || return 1
+	"${u[@]}" --clear-groups touch "$m/grp/nogroup" 2>/dev/null &&
+		{ fail "user 1000 without group 2000 created a file in a mode 770 directory of group 2000"; return 1; }
+	"${u[@]}" --groups 2000 sh -c "echo x >'$m/grp/f' && mkdir '$m/grp/d' && mkfifo '$m/grp/p' && ln -s f '$m/grp/l' && echo y >'$m/sgid/f'" ||
+		{ fail "user 1000 with supplementary group 2000 was refused (the host did not take the group)"; return 1; }
+	expect_eq "file owner (host)" "$(stat -c %u:%g "$h/grp/f")" 1000:1000 || return 1
+	expect_eq "directory owner (host)" "$(stat -c %u:%g "$h/grp/d")" 1000:1000 || return 1
+	expect_eq "fifo owner and type (host)" "$(stat -c %u:%g:%F "$h/grp/p")" "1000:1000:fifo" || return 1
+	expect_eq "symlink owner (host)" "$(stat -c %u:%g "$h/grp/l")" 1000:1000 || return 1
+	expect_eq "file in the setgid directory (host)" "$(stat -c %u:%g "$h/sgid/f")" 1000:2000 || return 1
+	rm -rf "$m"
+}
+
+desc_vf_cache="one directory through four devices (vufsd --cache auto, always, never, and auto with --writeback): after a file is read through each and rewritten through another, never reads the new data at once, always still returns what it cached until the guest drops its caches, auto sees it within its 1 s; a shared writable mapping works with never (DIRECT_IO_ALLOW_MMAP); small appends through the writeback device reach the host by fsync"
+vf_cache() {
+	local t f h=/run/vstor/fs-fs1/cache i
+	for t in fsa fsn fsw; do vf_mount "$t" || return 1; done
+	rm -rf "$VF/fs1/cache"
+	mkdir "$VF/fs1/cache" && echo old-data >"$VF/fs1/cache/f" || return 1
+	for t in fs1 fsa fsn; do
+		expect_eq "first read through $t" "$(cat "$VF/$t/cache/f")" old-data || return 1
+	done
+	# Rewritten through another device (fsw): the others are not told.
+	echo new-data >"$VF/fsw/cache/f" && sync "$VF/fsw/cache/f" || return 1
+	expect_eq "host after the rewrite" "$(cat "$h/f")" new-data || return 1
+	expect_eq "never: read at once" "$(cat "$VF/fsn/cache/f")" new-data || return 1
+	expect_eq "always: still the cached data" "$(cat "$VF/fsa/cache/f")" old-data || return 1
+	sleep 1.5
+	expect_eq "auto: after its 1 s timeout" "$(cat "$VF/fs1/cache/f")" new-data || return 1
+	expect_eq "always: a day's timeout" "$(cat "$VF/fsa/cache/f")" old-data || return 1
+	echo 3 >/proc/sys/vm/drop_caches
+	expect_eq "always: after drop_caches" "$(cat "$VF/fsa/cache/f")" new-data || return 1
+	/usr/bin/python3 - "$VF/fsn/cache/m" <<'PY' || { fail "shared writable mmap on the never device"; return 1; }
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+os.ftruncate(fd, 4096)
+m = mmap.mmap(fd, 4096, mmap.MAP_SHARED)
+m[:5] = b"mmap!"
+m.flush()
+m.close()
+assert os.pread(fd, 5, 0) == b"mmap!"
+PY
+	expect_eq "never: mapped write on the host" "$(head -c 5 "$h/m")" "mmap!" || return 1
+	for ((i = 0; i < 100; i++)); do printf '%03d' "$i" >>"$VF/fsw/cache/w" || return 1; done
+	sync "$VF/fsw/cache/w" || return 1
+	expect_eq "writeback: 100 appends on the host" "$(stat -c %s "$h/w"):$(head -c 6 "$h/w")" 300:000001 || return 1
+	rm -rf "$VF/fs1/cache"
+	for t in fsa fsn fsw; do umount "$VF/$t" || return 1; done
+}
+
+desc_vf_posix="tests/tools/posix_conf.py (ownership and mode of new files, setgid directories, errnos, suid/sgid clearing, timestamps, rename and link edge cases, open files, sticky directories, access checks; as root and as users 1000 and 2000) passes on the guest's tmpfs and on vufsd (fs2); QEMU's virtiofsd (vfd) is run beside it and its counts are reported"
+vf_posix() {
+	local t out rc=0
+	for t in tmpfs fs2 vfd; do
+		if [[ $t == tmpfs ]]; then
+			out=$(/usr/bin/python3 "$TOP/tests/tools/posix_conf.py" --summary --other-fs /run /tmp/posix 2>&1)
+		else
+			vf_mount "$t" || return 1
+			rm -rf "$VF/$t/posix"
+			out=$(/usr/bin/python3 "$TOP/tests/tools/posix_conf.py" --summary --other-fs /tmp "$VF/$t/posix" 2>&1)
+		fi
+		rc=$?
+		printf '%s\n' "$out" | sed "s/^/$t: /"
+		note "$t: $(tail -n 1 <<<"$out")"
+		case $t in
+		tmpfs) ((rc == 0)) || { fail "the guest's own tmpfs does not give what posix_conf.py expects"; return 1; } ;;
+		fs2) ((rc == 0)) || { fail "vufsd differs from the guest's local file system (above)"; return 1; } ;;
+		esac
+	done
+	umount "$VF/vfd"
+}
+
 desc_vf_dbench="dbench (Debian's, its client.txt load) with one client per CPU on fs4 for 20 s: every operation succeeds"
 vf_dbench() {
 	local out
@@ -339,5 +420,5 @@ vf_umount() {
 	done
 }
 
-TESTS=(vf_mount_all vf_cpu_list vf_pinned vf_fio_verify vf_ops vf_dbench vf_stress vf_umount)
+TESTS=(vf_mount_all vf_cpu_list vf_pinned vf_fio_verify vf_ops vf_creds vf_cache vf_posix vf_dbench vf_stress vf_umount)
 desc_vf_mount_all=$desc_vf_mount
