@@ -11,8 +11,9 @@ SUITE_ORDER=20
 SUITE_NEEDS=(tools)
 SUITE_TIMEOUT=600
 TESTS=(ops queues malformed escape disconnect reset access xattr fds shrink
-	sandbox creds cache quiesce devices ops_wide ops_poll disconnect_poll ops_threads
-	queues_threads disconnect_threads reset_threads)
+	sandbox creds cache quiesce handles devices ops_wide ops_handles
+	escape_handles ops_poll disconnect_poll ops_threads queues_threads
+	disconnect_threads reset_threads)
 
 desc_ops="every FUSE opcode on a 2-queue device"
 desc_queues="requests on each request queue land on its own vring and counters"
@@ -28,6 +29,9 @@ desc_sandbox="the sandboxed server: own mnt/pid/net/ipc/uts namespaces, the shar
 desc_creds="requests of guest user 1000: new names get its owner or a setgid directory's group and keep the set-id bits asked for; EACCES in root's directory, EPERM on another's file in a sticky directory; a caller in a directory's group only as a supplementary one may create there when FUSE sends that group (CREATE_SUPP_GROUP), not otherwise; malformed group extensions EINVAL"
 desc_cache="--cache auto, always, never: the entry and attribute timeouts and open flags the guest is given (1 s, a day with KEEP_CACHE and CACHE_DIR, 0 with DIRECT_IO); --writeback: WRITEBACK_CACHE agreed, write-only opens readable, O_APPEND dropped, a caller without read permission still opens write-only"
 desc_quiesce="INIT and DESTROY on queue 2 while queue 1 serves an FSYNC of 256 MiB: each is answered only after the FSYNC, and the old session's inodes are gone after it"
+desc_handles="--inode-file-handles prefer under a 256 descriptor limit: 1000 files looked up and held at once, the server holding about 20 descriptors; GETATTR, OPEN and READ through handles; a file renamed on the host keeps its inode, a removed one gives ESTALE, a new file with the reused inode number is a new inode; all forgotten, one inode left"
+desc_ops_handles="ops with --inode-file-handles prefer"
+desc_escape_handles="escape with --inode-file-handles prefer"
 desc_devices="--allow-devices: guest root makes a character device node, guest user 1000 cannot; the server keeps CAP_MKNOD only then"
 desc_ops_wide="ops with 6 request queues of 3 workers each: more threads than glibc's malloc serves before it sizes its arenas (a system call the seccomp list must allow)"
 desc_ops_poll="ops with busy-polling rings (--busy-poll 200)"
@@ -44,6 +48,7 @@ suite_run() {
 	*_poll) opts+=(--busy-poll 200) ;;
 	*_threads) opts+=(--threads 3) ;;
 	*_wide) opts=(--queues 6 --threads 3) ;;
+	*_handles) opts+=(--daemon-opt=--inode-file-handles=prefer) ;;
 	esac
 	local out rc=0
 	out=$(/usr/bin/python3 "$TOP/tests/tools/vufs_test.py" --daemon vufsd \

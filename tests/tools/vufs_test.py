@@ -84,7 +84,7 @@ from vhost_user import KiB, MiB  # noqa: E402
 
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
              "access", "xattr", "fds", "shrink", "sandbox", "creds",
-             "cache", "quiesce", "devices")
+             "cache", "quiesce", "handles", "devices")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -129,7 +129,8 @@ class Daemon:
         self.log = os.path.join(workdir, "daemon.log")
         self.proc = None
         self.starts = 0
-        self.extra = ["--xattr"]    # as virtiofsd's -o xattr below
+        self.extra = ["--xattr"] + list(args.daemon_opt)  # --xattr: as
+        # virtiofsd's -o xattr below
         self.prefix = []            # a command to run the daemon under
         self.served_by = None       # the serving process, once started
         self.pass_fds = ()          # descriptors it inherits
@@ -2800,6 +2801,88 @@ def iter_completions(dev, queues, n):
             yield c
 
 
+def scenario_handles(ctx):
+    """--inode-file-handles prefer: a tree larger than the descriptor
+    limit, all held by the guest at once."""
+    t = ctx.tap
+    if not ctx.only_vufsd_root("handles: inodes kept as file handles",
+                               "virtiofsd's own option"):
+        return
+    many = ctx.host("handles")
+    os.mkdir(many)
+    n = 1000
+    for i in range(n):
+        write_file(os.path.join(many, f"f{i:04}"), f"{i}\n".encode())
+    d = side_daemon(ctx, "handles", ["--inode-file-handles", "prefer"], [
+        "prlimit", "--nofile=256:256",
+        "setpriv", "--bounding-set", "-sys_resource", "--"])
+    try:
+        with ctx.connect(daemon=d) as (dev, s):
+            top = s.lookup(ROOT_ID, "handles").entry.nodeid
+            ids, errs = [], Counter()
+            for i in range(n):
+                r = s.lookup(top, f"f{i:04}")
+                errs[r.errname()] += 1
+                ids.append(r.entry.nodeid if r.entry else None)
+            t.ok(errs == Counter({"0": n}) and len(set(ids)) == n,
+                 f"handles: under a 256 descriptor limit, {n} files looked "
+                 f"up and all held: {dict(errs)}, {len(set(ids))} distinct "
+                 "node ids")
+            nfd = len(os.listdir(f"/proc/{d.pid}/fd"))
+            t.ok(nfd < 128, f"handles: the server holds {nfd} descriptors "
+                 f"with {n} inodes known (want fewer than 128)")
+            got = [s.getattr(ids[i]) for i in range(0, n, 7)]
+            bad = [r.errname() for r in got if r.error]
+            t.ok(not bad and all(r.attr.size == len(f"{i}\n") for r, i in
+                                 zip(got, range(0, n, 7))),
+                 f"handles: GETATTR of {len(got)} of them: {len(bad)} failed")
+            o = s.open(ids[5], os.O_RDWR)
+            rd = s.read(ids[5], o.open.fh, 0, 16) if o.open else o
+            t.ok(rd.error == 0 and rd.data == b"5\n",
+                 f"handles: OPEN and READ through a handle: {rd.errname()}")
+            if o.open:
+                s.release(ids[5], o.open.fh)
+            again = s.lookup(top, "f0005")
+            t.ok(again.error == 0 and again.entry.nodeid == ids[5],
+                 "handles: a second LOOKUP finds the same inode (matched "
+                 "by handle)")
+            os.rename(os.path.join(many, "f0007"), os.path.join(many, "moved"))
+            r = s.getattr(ids[7])
+            m = s.lookup(top, "moved")
+            t.ok(r.error == 0 and m.error == 0 and m.entry.nodeid == ids[7],
+                 f"handles: renamed on the host, the inode still works "
+                 f"({r.errname()}) and its new name is the same inode")
+            old_ino = os.stat(os.path.join(many, "f0009")).st_ino
+            os.unlink(os.path.join(many, "f0009"))
+            r = s.getattr(ids[9])
+            t.ok(r.error == -errno.ESTALE,
+                 f"handles: removed on the host, GETATTR of it: "
+                 f"{r.errname()} (want -ESTALE: the handle no longer opens)")
+            # A new file, perhaps with the old inode number: not the old
+            # inode, whatever its number.
+            write_file(os.path.join(many, "f0009"), b"new\n")
+            new_ino = os.stat(os.path.join(many, "f0009")).st_ino
+            r = s.lookup(top, "f0009")
+            t.ok(r.error == 0 and r.entry.nodeid != ids[9],
+                 f"handles: a new file under the removed name (inode "
+                 f"{'reused' if new_ino == old_ino else 'not reused'}) is "
+                 f"a new inode: node id {r.entry.nodeid if r.entry else None}"
+                 f", old {ids[9]}")
+            st = Stats(d.stats, ctx.args.timeout).wait()
+            held = st["inodes"] if st else None
+            s.batch_forget([(x, 1) for x in ids if x] +
+                           [(ids[5], 1), (ids[7], 1), (top, 1),
+                            (r.entry.nodeid if r.entry else 0, 1)])
+            st = Stats(d.stats, ctx.args.timeout).wait()
+            t.ok(held is not None and held >= n and st and
+                 st["inodes"] == 1,
+                 f"handles: {held} inodes held, then after BATCH_FORGET of "
+                 f"all: {st['inodes'] if st else None} (want 1, the root)")
+    finally:
+        t.ok(d.stop() == 0, "handles: that daemon exits 0")
+        shutil.rmtree(many)
+
+
 def scenario_devices(ctx):
     """Device nodes, only when the operator allows them."""
     t = ctx.tap
@@ -2845,6 +2928,7 @@ RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "fds": scenario_fds, "shrink": scenario_shrink,
        "sandbox": scenario_sandbox, "creds": scenario_creds,
        "cache": scenario_cache, "quiesce": scenario_quiesce,
+       "handles": scenario_handles,
        "devices": scenario_devices}
 
 
@@ -2937,6 +3021,9 @@ def main():
                    help="vufsd --threads (workers per request queue)")
     p.add_argument("--busy-poll", type=int, default=0, metavar="US",
                    help="vufsd --busy-poll (default 0: sleep on the kick)")
+    p.add_argument("--daemon-opt", action="append", default=[],
+                   metavar="OPT", help="one more vufsd option, e.g. "
+                   "--daemon-opt=--inode-file-handles=prefer (repeatable)")
     p.add_argument("--timeout", type=float, default=vu.TIMEOUT,
                    help="seconds any single wait may take (default 10)")
     p.add_argument("--keep", action="store_true",

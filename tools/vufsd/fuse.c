@@ -60,7 +60,8 @@ struct fuse_supp_groups {
 
 struct inode {
 	uint64_t nodeid;
-	int fd;			/* O_PATH | O_NOFOLLOW */
+	int fd;			/* O_PATH | O_NOFOLLOW; with fh, -1 when idle */
+	struct file_handle *fh;	/* --inode-file-handles: how to reopen it */
 	dev_t dev;
 	ino_t ino;
 	mode_t type;		/* S_IFMT bits */
@@ -104,6 +105,66 @@ static struct {
 
 /* MKNOD may make block and character devices (--allow-devices). */
 static bool devices;
+
+/*
+ * --inode-file-handles prefer: an inode the guest holds is kept as a file
+ * handle, not as a descriptor, and opened (open_by_handle_at, which needs
+ * CAP_DAC_READ_SEARCH) only while requests use it. Files on another mount
+ * than the shared directory's, or on a file system without handles, keep
+ * their descriptor.
+ */
+static struct {
+	bool on;
+	int mount_id;		/* the shared directory's */
+} fh_mode;
+
+void fuse_set_handles(bool on)
+{
+	fh_mode.on = on;
+}
+
+/* fd's file handle if inodes are kept as handles and it has one, or NULL. */
+static struct file_handle *handle_of(int fd)
+{
+	struct file_handle *fh;
+	int mount_id;
+
+	if (!fh_mode.on)
+		return NULL;
+	fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	if (!fh)
+		return NULL;
+	fh->handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(fd, "", fh, &mount_id, AT_EMPTY_PATH) ||
+	    mount_id != fh_mode.mount_id) {
+		free(fh);
+		return NULL;
+	}
+	return fh;
+}
+
+static bool same_handle(const struct file_handle *a,
+			const struct file_handle *b)
+{
+	return a->handle_type == b->handle_type &&
+	       a->handle_bytes == b->handle_bytes &&
+	       !memcmp(a->f_handle, b->f_handle, a->handle_bytes);
+}
+
+/*
+ * Whether i is the file with this identity. An inode kept by descriptor
+ * pins its inode number; one kept by handle does not, so a number the host
+ * has reused for another file differs in the handle (its generation).
+ */
+static bool inode_is(const struct inode *i, const struct stat *st,
+		     const struct file_handle *fh)
+{
+	if (i->dev != st->st_dev || i->ino != st->st_ino)
+		return false;
+	if (!i->fh || !fh)
+		return !i->fh;
+	return same_handle(i->fh, fh);
+}
 
 /* What the guest may cache (--cache, --writeback). */
 static struct {
@@ -151,7 +212,9 @@ static unsigned int key_hash(dev_t dev, ino_t ino)
 
 static void inode_free_locked(struct inode *i)
 {
-	close(i->fd);
+	if (i->fd >= 0)
+		close(i->fd);
+	free(i->fh);
 	free(i);
 	fs.ninodes--;
 }
@@ -161,14 +224,42 @@ static void inode_put(struct inode *i)
 	if (!i)
 		return;
 	pthread_mutex_lock(&fs.lock);
-	if (--i->refs == 0)
+	if (--i->refs == 0) {
 		inode_free_locked(i);
+	} else if (i->refs == 1 && i->nlookup && i->fh && i->fd >= 0) {
+		/* Only the table holds it now: back to a handle alone. */
+		close(i->fd);
+		i->fd = -1;
+	}
 	pthread_mutex_unlock(&fs.lock);
 }
 
+/* Opens a handle-kept inode for the requests now holding it; 0 or -errno. */
+static int inode_open(struct inode *i)
+{
+	int fd = open_by_handle_at(fs.root_rdfd, i->fh, O_PATH | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	pthread_mutex_lock(&fs.lock);
+	if (i->fd < 0) {
+		i->fd = fd;
+		fd = -1;
+	}
+	pthread_mutex_unlock(&fs.lock);
+	if (fd >= 0)
+		close(fd);	/* another request opened it meanwhile */
+	return 0;
+}
+
+/*
+ * The inode with this node id, held for the request, or NULL (ESTALE):
+ * unknown, or kept by a handle that no longer opens (the file is gone).
+ */
 static struct inode *inode_get(uint64_t nodeid)
 {
 	struct inode *i;
+	bool closed;
 
 	pthread_mutex_lock(&fs.lock);
 	if (nodeid == FUSE_ROOT_ID)
@@ -179,7 +270,12 @@ static struct inode *inode_get(uint64_t nodeid)
 				break;
 	if (i)
 		i->refs++;
+	closed = i && i->fd < 0;
 	pthread_mutex_unlock(&fs.lock);
+	if (closed && inode_open(i)) {
+		inode_put(i);
+		return NULL;
+	}
 	return i;
 }
 
@@ -254,6 +350,7 @@ static int stat_fd(int fd, struct stat *st)
  */
 static int entry_from_fd(int fd, struct fuse_entry_out *e)
 {
+	struct file_handle *fh;
 	struct inode *i;
 	struct stat st;
 	unsigned int k;
@@ -264,23 +361,30 @@ static int entry_from_fd(int fd, struct fuse_entry_out *e)
 		close(fd);
 		return ret;
 	}
+	fh = handle_of(fd);
 	k = key_hash(st.st_dev, st.st_ino);
 	pthread_mutex_lock(&fs.lock);
 	for (i = fs.by_key[k]; i; i = i->next_key)
-		if (i->dev == st.st_dev && i->ino == st.st_ino)
+		if (inode_is(i, &st, fh))
 			break;
 	if (i) {
 		i->nlookup++;
 		close(fd);
+		free(fh);
 	} else {
 		i = calloc(1, sizeof(*i));
 		if (!i) {
 			pthread_mutex_unlock(&fs.lock);
 			close(fd);
+			free(fh);
 			return -ENOMEM;
 		}
 		i->nodeid = fs.next_id++;
-		i->fd = fd;
+		/* Kept by handle: the descriptor goes now. */
+		i->fh = fh;
+		i->fd = fh ? -1 : fd;
+		if (fh)
+			close(fd);
 		i->dev = st.st_dev;
 		i->ino = st.st_ino;
 		i->type = st.st_mode & S_IFMT;
@@ -301,9 +405,10 @@ static int entry_from_fd(int fd, struct fuse_entry_out *e)
 }
 
 /*
- * If st is an inode the guest already knows, count the lookup and fill its
- * entry. Every known inode's descriptor pins it, so its number cannot have
- * been reused for another file.
+ * If st is an inode the guest already knows by descriptor, count the
+ * lookup and fill its entry. That descriptor pins it, so its number cannot
+ * have been reused for another file; an inode kept by handle is matched
+ * only with its handle, in entry_from_fd().
  */
 static bool entry_known(const struct stat *st, struct fuse_entry_out *e)
 {
@@ -312,7 +417,7 @@ static bool entry_known(const struct stat *st, struct fuse_entry_out *e)
 
 	pthread_mutex_lock(&fs.lock);
 	for (i = fs.by_key[k]; i; i = i->next_key)
-		if (i->dev == st->st_dev && i->ino == st->st_ino)
+		if (inode_is(i, st, NULL))
 			break;
 	if (!i) {
 		pthread_mutex_unlock(&fs.lock);
@@ -491,6 +596,27 @@ void fuse_counts(uint64_t *inodes, uint64_t *handles)
  */
 static pthread_rwlock_t session_lock;
 
+/* Whether handles of the shared directory's files can be made and opened. */
+static void handles_check(int dirfd)
+{
+	struct file_handle *fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	int fd = -1;
+
+	if (fh) {
+		fh->handle_bytes = MAX_HANDLE_SZ;
+		if (!name_to_handle_at(dirfd, "", fh, &fh_mode.mount_id,
+				       AT_EMPTY_PATH))
+			fd = open_by_handle_at(fs.root_rdfd, fh, O_PATH | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		logmsg("--inode-file-handles: %m (opening by handle needs CAP_DAC_READ_SEARCH and a file system with handles); keeping a descriptor per inode");
+		fh_mode.on = false;
+	} else {
+		close(fd);
+	}
+	free(fh);
+}
+
 int fuse_setup(const char *dir, int proc_fd)
 {
 	pthread_rwlockattr_t attr;
@@ -520,6 +646,8 @@ int fuse_setup(const char *dir, int proc_fd)
 		logmsg("shared directory %s: %m", dir);
 		return -1;
 	}
+	if (fh_mode.on)
+		handles_check(fd);
 	root = calloc(1, sizeof(*root));
 	if (!root)
 		return -1;

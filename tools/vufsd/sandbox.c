@@ -291,6 +291,8 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(sched_getaffinity),
 	/* a worker takes the guest caller's ids and gives them back */
 	SCMP_SYS(setresuid), SCMP_SYS(setresgid), SCMP_SYS(setgroups),
+	/* --inode-file-handles */
+	SCMP_SYS(name_to_handle_at), SCMP_SYS(open_by_handle_at),
 };
 
 int sandbox_seccomp(bool log_only)

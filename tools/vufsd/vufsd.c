@@ -551,6 +551,11 @@ static void usage(FILE *f)
 "                          read and write comes here)\n"
 "      --writeback         the guest caches writes too and sends them later\n"
 "                          (faster small writes; not with --cache never)\n"
+"      --inode-file-handles MODE\n"
+"                          never (default): a descriptor per inode the guest\n"
+"                          holds; prefer: a file handle instead, opened only\n"
+"                          while in use (needs CAP_DAC_READ_SEARCH), so a tree\n"
+"                          larger than the descriptor limit can be held\n"
 "  -d, --shared-dir DIR    directory to share; the guest cannot reach outside it\n"
 "  -q, --queues N          request queues, 1-%u (default 1); give QEMU the same\n"
 "                          num-request-queues\n"
@@ -693,6 +698,7 @@ int main(int argc, char **argv)
 		{ "xattr", no_argument, NULL, 'x' },
 		{ "cache", required_argument, NULL, 'c' },
 		{ "writeback", no_argument, NULL, 'W' },
+		{ "inode-file-handles", required_argument, NULL, 'H' },
 		{ "xattr-allow", required_argument, NULL, 'X' },
 		{ "shared-dir", required_argument, NULL, 'd' },
 		{ "queues", required_argument, NULL, 'q' },
@@ -711,7 +717,7 @@ int main(int argc, char **argv)
 		[CACHE_NEVER] = "never",
 	};
 	enum fuse_cache cache = CACHE_AUTO;
-	bool xattr = false, devices = false, writeback = false;
+	bool xattr = false, devices = false, writeback = false, handles = false;
 	gid_t group = (gid_t)-1;
 	struct stat st;
 	sigset_t mask;
@@ -770,6 +776,14 @@ int main(int argc, char **argv)
 			break;
 		case 'W':
 			writeback = true;
+			break;
+		case 'H':
+			if (strcmp(optarg, "never") && strcmp(optarg, "prefer")) {
+				logmsg("--inode-file-handles %s: give never or prefer",
+				       optarg);
+				return 2;
+			}
+			handles = !strcmp(optarg, "prefer");
 			break;
 		case 'X':
 			if (!*optarg || nallow == MAX_XATTR_ALLOW) {
@@ -860,6 +874,7 @@ int main(int argc, char **argv)
 	fuse_set_xattr(xattr, allow, nallow);
 	fuse_set_devices(devices);
 	fuse_set_cache(cache, writeback);
+	fuse_set_handles(handles);
 	if (d.stats_path) {
 		d.stats_fd = open(d.stats_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 		if (d.stats_fd < 0) {

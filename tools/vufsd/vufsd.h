@@ -213,6 +213,12 @@ void fuse_set_devices(bool on);
  */
 enum fuse_cache { CACHE_AUTO, CACHE_ALWAYS, CACHE_NEVER };
 void fuse_set_cache(enum fuse_cache mode, bool writeback);
+/*
+ * Keep the inodes the guest holds as file handles, opened only while in
+ * use, instead of one descriptor each (falls back, with a message, where
+ * handles cannot be opened).
+ */
+void fuse_set_handles(bool on);
 int fuse_ctx_init(struct fuse_ctx *c);
 void fuse_ctx_free(struct fuse_ctx *c);
 /* Serves one chain; returns the number of bytes written to the guest. */
