@@ -24,14 +24,15 @@
 #                          the host; repeatable; implies --shared-mem. SPEC is
 #                          tag=T[,queues=N,daemon=vufsd|virtiofsd,poll=US,
 #                          threads=K,dir=PATH,cache=auto|always|never,
-#                          writeback,killpriv]. The daemon serves DIR (default
+#                          writeback,acl,killpriv]. The daemon serves DIR (default
 #                          RUNDIR/fs-T, created; a relative DIR is under
 #                          RUNDIR, so dir=fs-U shares tag U's directory) on
 #                          RUNDIR/fs-T.sock; vufsd
 #                          writes its counters to RUNDIR/fs-T.stats (the guest
 #                          reads them as /run/vstor/fs-T.stats) and logs to
 #                          RUNDIR/fs-T.log (killpriv: virtiofsd with
-#                          -o killpriv_v2). After the guest powers off each
+#                          -o killpriv_v2; acl: POSIX ACLs, vufsd
+#                          --posix-acl, virtiofsd -o posix_acl). After the guest powers off each
 #                          daemon gets SIGTERM; one that does not exit 0 fails
 #                          the run (exit 126 when the command succeeded).
 #   --append ARGS          extra kernel command line
@@ -246,7 +247,7 @@ done
 # virtio-fs devices, each with its daemon on the host.
 k=0
 for spec in "${vfs[@]}"; do
-	tag="" queues=1 daemon=vufsd poll=0 threads=1 dir="" vdopts=() cache=auto wb=()
+	tag="" queues=1 daemon=vufsd poll=0 threads=1 dir="" vdopts=() cache=auto vuopts=()
 	IFS=, read -ra kv <<<"$spec"
 	for o in "${kv[@]}"; do
 		case $o in
@@ -257,7 +258,8 @@ for spec in "${vfs[@]}"; do
 		threads=*) threads=${o#threads=} ;;
 		dir=*) dir=${o#dir=} ;;
 		cache=auto | cache=always | cache=never) cache=${o#cache=} ;;
-		writeback) wb=(--writeback) vdopts+=(-o writeback) ;;
+		writeback) vuopts+=(--writeback) vdopts+=(-o writeback) ;;
+		acl) vuopts+=(--posix-acl) vdopts+=(-o posix_acl) ;;
 		killpriv) vdopts+=(-o killpriv_v2) ;;
 		*) die "unknown virtiofs option '$o' in '$spec'" ;;
 		esac
@@ -274,7 +276,7 @@ for spec in "${vfs[@]}"; do
 		make -s -C "$TOP/tools/vufsd" OUT="$BUILD/tools" >&2
 		# --xattr as virtiofsd's -o xattr below (user.* names only).
 		"$bin" --socket "$sock" --shared-dir "$dir" --queues "$queues" --xattr \
-			--cache "$cache" "${wb[@]}" \
+			--cache "$cache" "${vuopts[@]}" \
 			--busy-poll "$poll" --threads "$threads" --stats "$rundir/fs-$tag.stats" \
 			>"$rundir/fs-$tag.log" 2>&1 &
 		;;

@@ -3,16 +3,16 @@
 # vm/vm.sh --virtiofs: tags fs1, fs2 and fs4 with 1, 2 and 4 request
 # queues, on a 4-CPU guest; fsa, fsn and fsw serve fs1's directory again
 # with --cache always, --cache never and --writeback, and vfd is QEMU's own
-# virtiofsd, for comparison. Each vufsd's counters are in
+# virtiofsd, for comparison. fs2 and vfd have POSIX ACLs. Each vufsd's counters are in
 # /run/vstor/fs-TAG.stats and its shared directory is /run/vstor/fs-TAG,
 # which this guest also sees over 9p: the host's own view of the files.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
 # The guest this suite boots (vm/vm.sh options) and what it needs built.
-SUITE_VM=(--cpus 4 --no-disk --virtiofs "tag=fs1,queues=1" --virtiofs "tag=fs2,queues=2"
+SUITE_VM=(--cpus 4 --no-disk --virtiofs "tag=fs1,queues=1" --virtiofs "tag=fs2,queues=2,acl"
 	--virtiofs "tag=fs4,queues=4,threads=2"
 	--virtiofs "tag=fsa,cache=always,dir=fs-fs1" --virtiofs "tag=fsn,cache=never,dir=fs-fs1"
-	--virtiofs "tag=fsw,writeback,dir=fs-fs1" --virtiofs "tag=vfd,daemon=virtiofsd")
+	--virtiofs "tag=fsw,writeback,dir=fs-fs1" --virtiofs "tag=vfd,daemon=virtiofsd,acl")
 SUITE_NEEDS=(kernel tools)
 SUITE_ORDER=80
 

@@ -11,7 +11,7 @@ SUITE_ORDER=20
 SUITE_NEEDS=(tools)
 SUITE_TIMEOUT=600
 TESTS=(ops queues malformed escape disconnect reset access xattr fds shrink
-	sandbox creds cache quiesce handles devices ops_wide ops_handles
+	sandbox creds cache quiesce handles acl devices ops_wide ops_handles
 	escape_handles ops_poll disconnect_poll ops_threads queues_threads
 	disconnect_threads reset_threads)
 
@@ -32,6 +32,7 @@ desc_quiesce="INIT and DESTROY on queue 2 while queue 1 serves an FSYNC of 256 M
 desc_handles="--inode-file-handles prefer under a 256 descriptor limit: 1000 files looked up and held at once, the server holding about 20 descriptors; GETATTR, OPEN and READ through handles; a file renamed on the host keeps its inode, a removed one gives ESTALE, a new file with the reused inode number is a new inode; all forgotten, one inode left"
 desc_ops_handles="ops with --inode-file-handles prefer"
 desc_escape_handles="escape with --inode-file-handles prefer"
+desc_acl="--posix-acl: INIT agrees to POSIX_ACL and DONT_MASK only with it; access ACLs set, read and listed (mode follows the mask), other system.* names refused; under a default ACL the umask is ignored and subdirectories inherit it; ACL_KILL_SGID honoured"
 desc_devices="--allow-devices: guest root makes a character device node, guest user 1000 cannot; the server keeps CAP_MKNOD only then"
 desc_ops_wide="ops with 6 request queues of 3 workers each: more threads than glibc's malloc serves before it sizes its arenas (a system call the seccomp list must allow)"
 desc_ops_poll="ops with busy-polling rings (--busy-poll 200)"

@@ -94,6 +94,8 @@ INIT_ATOMIC_O_TRUNC = 1 << 3
 INIT_EXPORT_SUPPORT = 1 << 4
 INIT_BIG_WRITES = 1 << 5
 INIT_DONT_MASK = 1 << 6
+INIT_POSIX_ACL = 1 << 20
+SETXATTR_ACL_KILL_SGID = 1 << 0
 INIT_AUTO_INVAL_DATA = 1 << 12
 INIT_DO_READDIRPLUS = 1 << 13
 INIT_READDIRPLUS_AUTO = 1 << 14
@@ -635,9 +637,10 @@ class Session:
         return self.call(Op.FLUSH, nodeid,
                          FLUSH_IN.pack(fh, 0, 0, lock_owner), **kw)
 
-    def setxattr(self, nodeid, name, value, flags=0, **kw):
+    def setxattr(self, nodeid, name, value, flags=0, setxattr_flags=0,
+                 **kw):
         if self.setxattr_ext:
-            args = SETXATTR_IN.pack(len(value), flags, 0, 0)
+            args = SETXATTR_IN.pack(len(value), flags, setxattr_flags, 0)
         else:
             args = SETXATTR_IN_COMPAT.pack(len(value), flags)
         return self.call(Op.SETXATTR, nodeid, args + cstr(name) + value, **kw)

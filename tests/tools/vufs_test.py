@@ -84,7 +84,7 @@ from vhost_user import KiB, MiB  # noqa: E402
 
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
              "access", "xattr", "fds", "shrink", "sandbox", "creds",
-             "cache", "quiesce", "handles", "devices")
+             "cache", "quiesce", "handles", "acl", "devices")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -2883,6 +2883,131 @@ def scenario_handles(ctx):
         shutil.rmtree(many)
 
 
+def acl_value(*entries):
+    """A system.posix_acl_* value: (tag, perm, id) entries, version 2."""
+    return struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in
+        sorted(entries))
+
+
+ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_MASK, ACL_OTHER = \
+    0x01, 0x02, 0x04, 0x10, 0x20
+ACL_UNDEF = 0xffffffff
+
+
+def scenario_acl(ctx):
+    """--posix-acl: the two ACL names pass, the guest checks them, a
+    default ACL replaces the umask."""
+    t = ctx.tap
+    if not ctx.only_vufsd_root("acl: --posix-acl", "virtiofsd's own option"):
+        return
+    top = ctx.host("acl")
+    os.mkdir(top)
+    os.chmod(top, 0o777)
+    f = os.path.join(top, "f")
+    write_file(f, b"acl\n", 0o640)
+    try:
+        os.setxattr(top, "system.posix_acl_default", acl_value(
+            (ACL_USER_OBJ, 7, ACL_UNDEF), (ACL_GROUP_OBJ, 5, ACL_UNDEF),
+            (ACL_OTHER, 0, ACL_UNDEF)))
+        os.removexattr(top, "system.posix_acl_default")
+    except OSError as e:
+        t.skip("acl: --posix-acl", f"the host fs has no POSIX ACLs ({e})")
+        shutil.rmtree(top)
+        return
+    d0 = os.path.join(top, "dflt")
+    os.mkdir(d0)
+    os.chmod(d0, 0o777)
+    dflt = acl_value((ACL_USER_OBJ, 7, ACL_UNDEF), (ACL_GROUP_OBJ, 5, ACL_UNDEF),
+                     (ACL_OTHER, 0, ACL_UNDEF))
+    os.setxattr(d0, "system.posix_acl_default", dflt)
+    os.mkdir(os.path.join(top, "plain"))
+    os.chmod(os.path.join(top, "plain"), 0o777)
+    sg = os.path.join(top, "sg")
+    write_file(sg, b"", 0o2770)
+    os.chown(sg, 0, 50)
+    os.chmod(sg, 0o2770)
+    flags = fp.INIT_FLAGS | fp.INIT_POSIX_ACL
+    with ctx.connect(init=False) as (dev, s):
+        r = s.init(flags=flags)
+        t.ok(r.init and not r.init.flags & fp.INIT_POSIX_ACL,
+             "acl: without --posix-acl INIT does not agree to POSIX_ACL")
+        node = s.lookup(ROOT_ID, "acl").entry.nodeid
+        fn = s.lookup(node, "f").entry.nodeid
+        r = s.getxattr(fn, "system.posix_acl_access", 0)
+        t.ok(r.error == -errno.ENODATA,
+             f"acl: ... and the ACL names stay hidden: {r.errname()}")
+    d = side_daemon(ctx, "acl", ["--xattr", "--posix-acl"])
+    try:
+        with ctx.connect(init=False, daemon=d) as (dev, s):
+            r = s.init(flags=flags)
+            agreed = r.init.flags if r.init else 0
+            t.ok(agreed & fp.INIT_POSIX_ACL and agreed & fp.INIT_DONT_MASK,
+                 f"acl: with --posix-acl INIT agrees to POSIX_ACL and "
+                 f"DONT_MASK ({agreed:#x})")
+            node = s.lookup(ROOT_ID, "acl").entry.nodeid
+            fn = s.lookup(node, "f").entry.nodeid
+            acc = acl_value((ACL_USER_OBJ, 6, ACL_UNDEF), (ACL_USER, 6, 1000),
+                            (ACL_GROUP_OBJ, 4, ACL_UNDEF),
+                            (ACL_MASK, 6, ACL_UNDEF), (ACL_OTHER, 0, ACL_UNDEF))
+            r = s.setxattr(fn, "system.posix_acl_access", acc)
+            host = os.getxattr(f, "system.posix_acl_access") \
+                if r.error == 0 else None
+            t.ok(r.error == 0 and host == acc and
+                 stat.S_IMODE(os.stat(f).st_mode) == 0o660,
+                 f"acl: SETXATTR of an access ACL (user 1000 rw, mask rw): "
+                 f"{r.errname()}, on the host {'the same' if host == acc else host}"
+                 f", mode {oct(stat.S_IMODE(os.stat(f).st_mode))} (want 0o660: "
+                 "group bits are the mask)")
+            g = s.getxattr(fn, "system.posix_acl_access", 4096)
+            ls = s.listxattr(fn, 4096)
+            t.ok(g.error == 0 and g.value == acc and ls.error == 0 and
+                 b"system.posix_acl_access\0" in ls.value,
+                 f"acl: GETXATTR gives it back ({g.errname()}), LISTXATTR "
+                 f"names it ({ls.errname()})")
+            r = s.setxattr(fn, "system.other", b"x")
+            t.ok(r.error == -errno.EPERM,
+                 f"acl: other system.* names still refused: {r.errname()}")
+            dn = s.lookup(node, "dflt").entry.nodeid
+            pn = s.lookup(node, "plain").entry.nodeid
+            a = s.create(dn, "inherits", 0o666, umask=0o077)
+            b = s.create(pn, "masked", 0o666, umask=0o077)
+            m = s.mkdir(dn, "sub", 0o777, umask=0o077)
+            k = s.mknod(dn, "fifo", stat.S_IFIFO | 0o666, umask=0o077)
+            mode = lambda *p: oct(stat.S_IMODE(os.stat(os.path.join(top, *p)).st_mode)) \
+                if os.path.exists(os.path.join(top, *p)) else None
+            sub_dflt = os.getxattr(os.path.join(d0, "sub"),
+                                   "system.posix_acl_default") \
+                if m.error == 0 else None
+            t.ok([x.error for x in (a, b, m, k)] == [0] * 4 and
+                 (mode("dflt", "inherits"), mode("plain", "masked"),
+                  mode("dflt", "sub"), mode("dflt", "fifo")) ==
+                 ("0o640", "0o600", "0o750", "0o640") and sub_dflt == dflt,
+                 f"acl: umask 077 with DONT_MASK: under a default ACL (u rwx, "
+                 f"g r-x, o ---) CREATE 0666 gives {mode('dflt', 'inherits')}"
+                 f", MKDIR 0777 {mode('dflt', 'sub')} (and inherits the "
+                 f"default ACL: {sub_dflt == dflt}), MKNOD 0666 "
+                 f"{mode('dflt', 'fifo')}; without one CREATE 0666 gives "
+                 f"{mode('plain', 'masked')} (want 0o640, 0o750, 0o640, "
+                 "0o600)")
+            sn = s.lookup(node, "sg").entry.nodeid
+            gacc = acl_value((ACL_USER_OBJ, 6, ACL_UNDEF),
+                             (ACL_GROUP_OBJ, 6, ACL_UNDEF),
+                             (ACL_OTHER, 0, ACL_UNDEF))
+            r1 = s.setxattr(sn, "system.posix_acl_access", gacc)
+            keep = stat.S_IMODE(os.stat(sg).st_mode)
+            r2 = s.setxattr(sn, "system.posix_acl_access", gacc,
+                            setxattr_flags=fp.SETXATTR_ACL_KILL_SGID)
+            gone = stat.S_IMODE(os.stat(sg).st_mode)
+            t.ok(r1.error == 0 and r2.error == 0 and keep & stat.S_ISGID and
+                 not gone & stat.S_ISGID,
+                 f"acl: an access ACL keeps setgid ({oct(keep)}) unless the "
+                 f"guest asks ACL_KILL_SGID ({oct(gone)})")
+    finally:
+        t.ok(d.stop() == 0, "acl: that daemon exits 0")
+    shutil.rmtree(top)
+
+
 def scenario_devices(ctx):
     """Device nodes, only when the operator allows them."""
     t = ctx.tap
@@ -2928,7 +3053,7 @@ RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "fds": scenario_fds, "shrink": scenario_shrink,
        "sandbox": scenario_sandbox, "creds": scenario_creds,
        "cache": scenario_cache, "quiesce": scenario_quiesce,
-       "handles": scenario_handles,
+       "handles": scenario_handles, "acl": scenario_acl,
        "devices": scenario_devices}
 
 

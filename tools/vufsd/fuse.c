@@ -166,6 +166,30 @@ static bool inode_is(const struct inode *i, const struct stat *st,
 	return same_handle(i->fh, fh);
 }
 
+/*
+ * The xattr policy. Off (the default), every xattr request is ENOSYS, which
+ * the guest remembers. On, the guest may use user.* and the prefixes the
+ * operator added; other names (security.*, trusted.*, system.*) do not
+ * exist as far as the guest can tell: GETXATTR says ENODATA, LISTXATTR
+ * leaves them out, SETXATTR and REMOVEXATTR fail with EPERM. A guest that
+ * could set security.capability would plant file capabilities on the host.
+ */
+static struct {
+	bool on;
+	bool acl;		/* --posix-acl: the two ACL names too */
+	bool ext;		/* the session agreed to FUSE_SETXATTR_EXT */
+	const char *const *allow;
+	unsigned int nallow;
+} xa;
+
+#define ACL_ACCESS	"system.posix_acl_access"
+#define ACL_DEFAULT	"system.posix_acl_default"
+
+void fuse_set_acl(bool on)
+{
+	xa.acl = on;
+}
+
 /* What the guest may cache (--cache, --writeback). */
 static struct {
 	enum fuse_cache mode;
@@ -776,7 +800,9 @@ static int op_init(struct req *r)
 			FUSE_ASYNC_DIO | FUSE_PARALLEL_DIROPS | FUSE_MAX_PAGES |
 			FUSE_AUTO_INVAL_DATA | FUSE_CACHE_SYMLINKS |
 			FUSE_HANDLE_KILLPRIV_V2 |
-			(cache.writeback ? FUSE_WRITEBACK_CACHE : 0);
+			(cache.writeback ? FUSE_WRITEBACK_CACHE : 0) |
+			(xa.on ? FUSE_SETXATTR_EXT : 0) |
+			(xa.acl ? FUSE_POSIX_ACL | FUSE_DONT_MASK : 0);
 	uint32_t want2 = FUSE_DIRECT_IO_ALLOW_MMAP >> 32;
 
 	if (in->major != FUSE_KERNEL_VERSION || in->minor < 27) {
@@ -795,6 +821,7 @@ static int op_init(struct req *r)
 		     FUSE_KERNEL_MINOR_VERSION;
 	out->max_readahead = in->max_readahead;
 	out->flags = in->flags & want;
+	xa.ext = out->flags & FUSE_SETXATTR_EXT;
 	/*
 	 * The parent's group with the requests that make names, when the
 	 * caller is in it only as a supplementary group: the host then lets
@@ -1025,6 +1052,28 @@ static int made(struct req *r, struct inode *p, const char *name, int ret)
 	return ret;
 }
 
+/*
+ * With FUSE_DONT_MASK (agreed with --posix-acl) the guest leaves the umask
+ * to us, as a local file system leaves it to its ACL code: the parent's
+ * default ACL decides the new file's permissions if it has one (the host
+ * applies it: our umask is 0), else the caller's umask does.
+ */
+static int xattr_fd(const struct inode *i);
+
+static mode_t create_mode(const struct inode *p, mode_t mode, uint32_t umask)
+{
+	bool inherit;
+	int fd;
+
+	if (!xa.acl)
+		return mode;	/* the guest masked it already */
+	fd = xattr_fd(p);
+	inherit = fd >= 0 && fgetxattr(fd, ACL_DEFAULT, NULL, 0) > 0;
+	if (fd >= 0)
+		close(fd);
+	return inherit ? mode : mode & ~(umask & 0777);
+}
+
 static int op_mknod(struct req *r)
 {
 	const struct fuse_mknod_in *in = (const void *)r->arg;
@@ -1042,7 +1091,8 @@ static int op_mknod(struct req *r)
 	if ((S_ISCHR(in->mode) || S_ISBLK(in->mode)) && !devices)
 		return made(r, p, NULL, -EPERM);
 	return made(r, p, r->name[0], AS_CALLER(r,
-		    mknodat(p->fd, r->name[0], in->mode, in->rdev)));
+		    mknodat(p->fd, r->name[0], create_mode(p, in->mode, in->umask),
+			    in->rdev)));
 }
 
 static int op_mkdir(struct req *r)
@@ -1055,7 +1105,8 @@ static int op_mkdir(struct req *r)
 	if (bad_name(r->name[0]))
 		return made(r, p, NULL, -EINVAL);
 	return made(r, p, r->name[0], AS_CALLER(r,
-		    mkdirat(p->fd, r->name[0], in->mode)));
+		    mkdirat(p->fd, r->name[0],
+			    create_mode(p, in->mode, in->umask))));
 }
 
 static int op_symlink(struct req *r)
@@ -1229,7 +1280,7 @@ static int op_open(struct req *r)
  * forever on a FIFO.
  */
 static int create_open(int dirfd, const char *name,
-		       const struct fuse_create_in *in)
+		       const struct fuse_create_in *in, mode_t mode)
 {
 	int flags = host_flags(in->flags), fd, opath;
 	bool widened = widen_for_writeback(&flags);
@@ -1238,7 +1289,7 @@ static int create_open(int dirfd, const char *name,
 
 	/* A new file: the caller may always read what it creates. */
 	fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW,
-		    in->mode & 07777);
+		    mode & 07777);
 	if (fd >= 0)
 		return fd;
 	if (errno != EEXIST || in->flags & O_EXCL)
@@ -1282,7 +1333,8 @@ static int op_create(struct req *r)
 	/* As the caller: its owner or the directory's group, its rights. */
 	fd = creds_enter(&r->cr);
 	if (!fd) {
-		fd = create_open(p->fd, r->name[0], in);
+		fd = create_open(p->fd, r->name[0], in,
+				 create_mode(p, in->mode, in->umask));
 		creds_leave(&r->cr);
 	}
 	inode_put(p);
@@ -1598,20 +1650,6 @@ static int op_lseek(struct req *r)
 	return 0;
 }
 
-/*
- * The xattr policy. Off (the default), every xattr request is ENOSYS, which
- * the guest remembers. On, the guest may use user.* and the prefixes the
- * operator added; other names (security.*, trusted.*, system.*) do not
- * exist as far as the guest can tell: GETXATTR says ENODATA, LISTXATTR
- * leaves them out, SETXATTR and REMOVEXATTR fail with EPERM. A guest that
- * could set security.capability would plant file capabilities on the host.
- */
-static struct {
-	bool on;
-	const char *const *allow;
-	unsigned int nallow;
-} xa;
-
 void fuse_set_devices(bool on)
 {
 	devices = on;
@@ -1629,6 +1667,8 @@ static bool xattr_allowed(const char *name)
 	unsigned int i;
 
 	if (!strncmp(name, "user.", 5))
+		return true;
+	if (xa.acl && (!strcmp(name, ACL_ACCESS) || !strcmp(name, ACL_DEFAULT)))
 		return true;
 	for (i = 0; i < xa.nallow; i++)
 		if (!strncmp(name, xa.allow[i], strlen(xa.allow[i])))
@@ -1777,12 +1817,15 @@ static int op_setxattr(struct req *r)
 	/* Without FUSE_SETXATTR_EXT the guest sends the 8-byte compat form. */
 	const struct fuse_setxattr_in *in = (const void *)r->arg;
 	size_t namelen = strlen(r->name[0]) + 1;
+	uint32_t flags = xa.ext ? in->setxattr_flags : 0;
 	struct inode *i;
+	struct stat st;
 	int fd, ret = 0;
 
 	if (!xa.on)
 		return -ENOSYS;
-	if (FUSE_COMPAT_SETXATTR_IN_SIZE + namelen + in->size != r->arglen)
+	if ((xa.ext ? sizeof(*in) : FUSE_COMPAT_SETXATTR_IN_SIZE) + namelen +
+	    in->size != r->arglen)
 		return -EINVAL;
 	if (!xattr_allowed(r->name[0]))
 		return -EPERM;
@@ -1794,6 +1837,15 @@ static int op_setxattr(struct req *r)
 		ret = fd;
 	else if (fsetxattr(fd, r->name[0], r->name[0] + namelen, in->size,
 			   in->flags))
+		ret = -errno;
+	/*
+	 * An access ACL set by a caller outside the file's group drops the
+	 * setgid bit, as the VFS does; we set it as root, so the guest asks.
+	 */
+	else if (flags & FUSE_SETXATTR_ACL_KILL_SGID &&
+		 !strcmp(r->name[0], ACL_ACCESS) && !fstat(fd, &st) &&
+		 st.st_mode & S_ISGID &&
+		 fchmod(fd, st.st_mode & 07777 & ~S_ISGID))
 		ret = -errno;
 	if (fd >= 0)
 		close(fd);
@@ -1923,9 +1975,9 @@ static size_t malformed(struct req *r, const char *why)
 }
 
 /* Finds the op's strings after its fixed arguments; false if unterminated. */
-static bool find_names(struct req *r, const struct op *op, size_t avail)
+static bool find_names(struct req *r, const struct op *op, size_t off,
+		       size_t avail)
 {
-	size_t off = op->in;
 	unsigned int k;
 
 	for (k = 0; k < op->names; k++) {
@@ -1968,6 +2020,15 @@ static bool read_extensions(struct req *r, const uint8_t *ext, size_t len)
 		len -= xh->size;
 	}
 	return true;
+}
+
+/* The size of the op's fixed arguments, before its names. */
+static size_t fixed_args(const struct req *r, const struct op *op)
+{
+	/* FUSE_SETXATTR_EXT widens SETXATTR's from the 8-byte compat form. */
+	if (r->h.opcode == FUSE_SETXATTR && xa.ext)
+		return sizeof(struct fuse_setxattr_in);
+	return op->in;
 }
 
 /* Requests per opcode, all queues together (the stats file's op lines). */
@@ -2015,7 +2076,7 @@ size_t fuse_serve(struct fuse_ctx *c, const struct chain *ch)
 	r.arg = c->inbuf + sizeof(r.h);
 	r.arglen = ch->out_len - sizeof(r.h);
 	extlen = (size_t)r.h.total_extlen * 8;
-	if (r.arglen < op->in + extlen)
+	if (r.arglen < fixed_args(&r, op) + extlen)
 		return malformed(&r, "arguments too short");
 	r.arglen -= extlen;
 	r.cr.uid = r.h.uid;
@@ -2024,8 +2085,9 @@ size_t fuse_serve(struct fuse_ctx *c, const struct chain *ch)
 	if (extlen && copy == ch->out_len &&
 	    !read_extensions(&r, r.arg + r.arglen, extlen))
 		return malformed(&r, "bad extension");
-	if (!find_names(&r, op, copy - sizeof(r.h) < r.arglen ?
-				copy - sizeof(r.h) : r.arglen))
+	if (!find_names(&r, op, fixed_args(&r, op),
+			copy - sizeof(r.h) < r.arglen ? copy - sizeof(r.h) :
+							r.arglen))
 		return malformed(&r, "name not NUL-terminated");
 	if (!op->noreply &&
 	    ch->in_len < sizeof(struct fuse_out_header) + op->out)

@@ -556,6 +556,9 @@ static void usage(FILE *f)
 "                          holds; prefer: a file handle instead, opened only\n"
 "                          while in use (needs CAP_DAC_READ_SEARCH), so a tree\n"
 "                          larger than the descriptor limit can be held\n"
+"      --posix-acl         with --xattr: POSIX ACLs (system.posix_acl_access and\n"
+"                          _default), checked by the guest; a parent's default\n"
+"                          ACL replaces the umask of what is made in it\n"
 "  -d, --shared-dir DIR    directory to share; the guest cannot reach outside it\n"
 "  -q, --queues N          request queues, 1-%u (default 1); give QEMU the same\n"
 "                          num-request-queues\n"
@@ -699,6 +702,7 @@ int main(int argc, char **argv)
 		{ "cache", required_argument, NULL, 'c' },
 		{ "writeback", no_argument, NULL, 'W' },
 		{ "inode-file-handles", required_argument, NULL, 'H' },
+		{ "posix-acl", no_argument, NULL, 'A' },
 		{ "xattr-allow", required_argument, NULL, 'X' },
 		{ "shared-dir", required_argument, NULL, 'd' },
 		{ "queues", required_argument, NULL, 'q' },
@@ -718,6 +722,7 @@ int main(int argc, char **argv)
 	};
 	enum fuse_cache cache = CACHE_AUTO;
 	bool xattr = false, devices = false, writeback = false, handles = false;
+	bool acl = false;
 	gid_t group = (gid_t)-1;
 	struct stat st;
 	sigset_t mask;
@@ -776,6 +781,9 @@ int main(int argc, char **argv)
 			break;
 		case 'W':
 			writeback = true;
+			break;
+		case 'A':
+			acl = true;
 			break;
 		case 'H':
 			if (strcmp(optarg, "never") && strcmp(optarg, "prefer")) {
@@ -846,6 +854,10 @@ int main(int argc, char **argv)
 		logmsg("--writeback caches writes: not with --cache never");
 		return 2;
 	}
+	if (acl && !xattr) {
+		logmsg("--posix-acl needs --xattr");
+		return 2;
+	}
 	if (nallow && !xattr) {
 		logmsg("--xattr-allow needs --xattr");
 		return 2;
@@ -872,6 +884,7 @@ int main(int argc, char **argv)
 	raise_fd_limit();
 	umask(0);	/* the guest's kernel applied its umask already */
 	fuse_set_xattr(xattr, allow, nallow);
+	fuse_set_acl(acl);
 	fuse_set_devices(devices);
 	fuse_set_cache(cache, writeback);
 	fuse_set_handles(handles);

@@ -203,6 +203,13 @@ int fuse_setup(const char *dir, int proc_fd);
  * name prefixes; the array must outlive the daemon.
  */
 void fuse_set_xattr(bool on, const char *const *allow, unsigned int nallow);
+/*
+ * POSIX ACLs (needs xattrs on): the guest gets system.posix_acl_access and
+ * system.posix_acl_default, checks them itself (FUSE_POSIX_ACL) and leaves
+ * the umask to the daemon (FUSE_DONT_MASK), which lets a parent's default
+ * ACL decide instead, as a local file system does.
+ */
+void fuse_set_acl(bool on);
 /* Let MKNOD make block and character device nodes (off by default). */
 void fuse_set_devices(bool on);
 /*
