@@ -11,7 +11,7 @@ SUITE_ORDER=20
 SUITE_NEEDS=(tools)
 SUITE_TIMEOUT=600
 TESTS=(ops queues malformed escape disconnect reset access xattr fds shrink
-	sandbox creds cache quiesce handles acl devices ops_wide ops_handles
+	sandbox creds cache quiesce handles acl userns devices ops_wide ops_handles
 	escape_handles ops_poll disconnect_poll ops_threads queues_threads
 	disconnect_threads reset_threads)
 
@@ -33,6 +33,7 @@ desc_handles="--inode-file-handles prefer under a 256 descriptor limit: 1000 fil
 desc_ops_handles="ops with --inode-file-handles prefer"
 desc_escape_handles="escape with --inode-file-handles prefer"
 desc_acl="--posix-acl: INIT agrees to POSIX_ACL and DONT_MASK only with it; access ACLs set, read and listed (mode follows the mask), other system.* names refused; under a default ACL the umask is ignored and subdirectories inherit it; ACL_KILL_SGID honoured"
+desc_userns="--sandbox userns: run by root with --uid-map/--gid-map 0:100000:65536 (guest root and user 1000 own 100000 and 101000 on the host, an unmapped guest id gets EPERM, a host root's file shows as 65534 and guest root cannot write it, chown translated) and by user 1000 with its own ids (the server is uid 1000 on the host)"
 desc_devices="--allow-devices: guest root makes a character device node, guest user 1000 cannot; the server keeps CAP_MKNOD only then"
 desc_ops_wide="ops with 6 request queues of 3 workers each: more threads than glibc's malloc serves before it sizes its arenas (a system call the seccomp list must allow)"
 desc_ops_poll="ops with busy-polling rings (--busy-poll 200)"

@@ -84,7 +84,7 @@ from vhost_user import KiB, MiB  # noqa: E402
 
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
              "access", "xattr", "fds", "shrink", "sandbox", "creds",
-             "cache", "quiesce", "handles", "acl", "devices")
+             "cache", "quiesce", "handles", "acl", "userns", "devices")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -3008,6 +3008,115 @@ def scenario_acl(ctx):
     shutil.rmtree(top)
 
 
+def userns_daemon(ctx, name, opts, owner, prefix=()):
+    """A vufsd --sandbox userns on a share of its own, in a directory the
+    namespace's ids can reach (the test's own is mode 0700), both owned
+    by owner (host uid, gid); started. Returns (daemon, share)."""
+    base = tempfile.mkdtemp(prefix=f"vufs-{name}.")
+    os.chmod(base, 0o755)
+    share = os.path.join(base, "share")
+    os.mkdir(share)
+    for p in (base, share):
+        os.chown(p, *owner)
+    d = Daemon(ctx.args, base)
+    d.share = share
+    d.socket = os.path.join(base, f"{name}.sock")
+    d.stats = os.path.join(base, f"{name}.stats")
+    d.log = ctx.daemon.log
+    d.extra = ["--sandbox", "userns"] + opts
+    d.prefix = list(prefix)
+    d.start()
+    return d, share
+
+
+def scenario_userns(ctx):
+    """--sandbox userns: a user namespace whose maps translate guest ids,
+    run by root with a range and by an unprivileged user with its own."""
+    t = ctx.tap
+    if not ctx.only_vufsd_root("userns: --sandbox userns",
+                               "virtiofsd's own sandbox"):
+        return
+
+    def owner(*p):
+        try:
+            st = os.lstat(os.path.join(*p))
+        except OSError:
+            return None
+        return st.st_uid, st.st_gid
+
+    base_id = 100000
+    d, share = userns_daemon(ctx, "userns", [
+        "--uid-map", f"0:{base_id}:65536", "--gid-map", f"0:{base_id}:65536"],
+        (base_id, base_id))
+    try:
+        with open(f"/proc/{d.pid}/uid_map") as f:
+            umap = f.read().split()
+        t.ok(umap == ["0", str(base_id), "65536"] and d.pid != d.proc.pid,
+             f"userns: run by root with --uid-map 0:{base_id}:65536, the "
+             f"server's uid_map is {umap}")
+        write_file(os.path.join(share, "hosts"), b"root's\n", 0o644)
+        os.chmod(share, 0o777)
+        with ctx.connect(daemon=d) as (dev, s):
+            r = s.create(ROOT_ID, "r", 0o644)
+            s.uid, s.gid = 1000, 1000
+            u = s.create(ROOT_ID, "u", 0o644)
+            s.uid, s.gid = 70000, 70000
+            x = s.create(ROOT_ID, "x", 0o644)
+            t.ok(r.error == 0 and owner(share, "r") == (base_id, base_id) and
+                 u.error == 0 and owner(share, "u") ==
+                 (base_id + 1000, base_id + 1000) and
+                 x.error == -errno.EPERM and owner(share, "x") is None,
+                 f"userns: guest root makes a file owned by "
+                 f"{owner(share, 'r')} on the host, guest user 1000 one "
+                 f"owned by {owner(share, 'u')}, guest user 70000 (outside "
+                 f"the map) gets {x.errname()} (want {base_id}, "
+                 f"{base_id + 1000}, -EPERM)")
+            s.uid, s.gid = 0, 0
+            h = s.lookup(ROOT_ID, "hosts")
+            o = s.open(h.entry.nodeid, os.O_WRONLY) if h.entry else h
+            t.ok(h.error == 0 and h.entry.attr.uid == 65534 and
+                 o.error == -errno.EACCES,
+                 f"userns: a host root's file shows as owned by "
+                 f"{h.entry.attr.uid if h.entry else None} (want 65534, "
+                 f"unmapped) and guest root may not write it: "
+                 f"{o.errname()} (want -EACCES)")
+            c = s.setattr(r.entry.nodeid, fp.FATTR_UID | fp.FATTR_GID,
+                          uid=1000, gid=1000) if r.entry else r
+            t.ok(c.error == 0 and owner(share, "r") ==
+                 (base_id + 1000, base_id + 1000),
+                 f"userns: guest root's chown to 1000:1000 gives "
+                 f"{owner(share, 'r')} on the host: {c.errname()}")
+    finally:
+        t.ok(d.stop() == 0, "userns: the root-run daemon exits 0")
+        shutil.rmtree(os.path.dirname(share))
+    d, share = userns_daemon(ctx, "userns-user", [], (1000, 1000), [
+        "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "--"])
+    try:
+        with open(f"/proc/{d.pid}/status") as f:
+            uids = [ln.split()[1:] for ln in f if ln.startswith("Uid:")][0]
+        with open(f"/proc/{d.pid}/uid_map") as f:
+            umap = f.read().split()
+        t.ok(uids == ["1000"] * 4 and umap == ["0", "1000", "1"],
+             f"userns: run by user 1000, the server is uid {uids} on the "
+             f"host and root only of its namespace (uid_map {umap})")
+        with ctx.connect(daemon=d) as (dev, s):
+            r = s.create(ROOT_ID, "r", 0o644)
+            m = s.mkdir(ROOT_ID, "d", 0o755)
+            s.uid, s.gid = 1000, 1000
+            u = s.create(ROOT_ID, "u", 0o644)
+            t.ok(r.error == 0 and m.error == 0 and
+                 owner(share, "r") == (1000, 1000) and
+                 owner(share, "d") == (1000, 1000) and
+                 u.error == -errno.EPERM,
+                 f"userns: guest root's file and directory are user "
+                 f"1000's on the host ({owner(share, 'r')}, "
+                 f"{owner(share, 'd')}); guest user 1000, not mapped, gets "
+                 f"{u.errname()} (want -EPERM)")
+    finally:
+        t.ok(d.stop() == 0, "userns: the unprivileged daemon exits 0")
+        shutil.rmtree(os.path.dirname(share))
+
+
 def scenario_devices(ctx):
     """Device nodes, only when the operator allows them."""
     t = ctx.tap
@@ -3054,6 +3163,7 @@ RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "sandbox": scenario_sandbox, "creds": scenario_creds,
        "cache": scenario_cache, "quiesce": scenario_quiesce,
        "handles": scenario_handles, "acl": scenario_acl,
+       "userns": scenario_userns,
        "devices": scenario_devices}
 
 

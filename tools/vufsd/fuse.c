@@ -827,7 +827,7 @@ static int op_init(struct req *r)
 	 * caller is in it only as a supplementary group: the host then lets
 	 * that caller write where the guest did.
 	 */
-	if (creds_switching())
+	if (creds_switching() && creds_groups())
 		want2 |= FUSE_CREATE_SUPP_GROUP >> 32;
 	/*
 	 * Shared mappings of files opened with FOPEN_DIRECT_IO (cache never):

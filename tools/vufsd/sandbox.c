@@ -5,6 +5,9 @@
  * The daemon parses guest memory in C with the rights to serve the whole
  * shared directory, so it keeps as little else as it can:
  *
+ * - With --sandbox userns, a user namespace comes first (the server is
+ *   its root; the maps say which host ids its ids are), so that an
+ *   unprivileged user can build the rest too.
  * - A supervisor stays outside. It holds the socket's pid-file lock,
  *   forwards SIGTERM, SIGINT, SIGHUP and SIGUSR1 to the server, removes the
  *   socket and the pid file when the server exits, and exits with its
@@ -33,6 +36,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,11 +127,118 @@ static int pivot_into(const char *dir)
 	return 0;
 }
 
+/* Writes text to /proc/PID/file; 0 or -1 with errno. */
+static int proc_write(pid_t pid, const char *file, const char *text)
+{
+	size_t len = strlen(text);
+	char path[64];
+	ssize_t n;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = write(fd, text, len);
+	err = errno;
+	close(fd);
+	if (n == (ssize_t)len)
+		return 0;
+	errno = n < 0 ? err : EIO;
+	return -1;
+}
+
+static void map_text(char *buf, size_t size, const struct idmap *m,
+		     unsigned int n)
+{
+	size_t off = 0;
+	unsigned int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && off < size; i++)
+		off += snprintf(buf + off, size - off, "%u %u %u\n",
+				m[i].inside, m[i].outside, m[i].count);
+}
+
+/*
+ * newuidmap or newgidmap (shadow's setuid helpers, package uidmap) writes
+ * maps an unprivileged user may not write itself: the ranges /etc/subuid
+ * and /etc/subgid give that user.
+ */
+static int map_helper(const char *prog, pid_t pid, const struct idmap *m,
+		      unsigned int n)
+{
+	char args[1 + 3 * USERNS_MAX_MAPS][16];
+	char *argv[3 + 3 * USERNS_MAX_MAPS];
+	unsigned int i, k = 0;
+	int status;
+	pid_t h;
+
+	argv[k++] = (char *)prog;
+	snprintf(args[0], sizeof(args[0]), "%d", (int)pid);
+	argv[k++] = args[0];
+	for (i = 0; i < n; i++) {
+		snprintf(args[1 + 3 * i], 16, "%u", m[i].inside);
+		snprintf(args[2 + 3 * i], 16, "%u", m[i].outside);
+		snprintf(args[3 + 3 * i], 16, "%u", m[i].count);
+		argv[k++] = args[1 + 3 * i];
+		argv[k++] = args[2 + 3 * i];
+		argv[k++] = args[3 + 3 * i];
+	}
+	argv[k] = NULL;
+	h = fork();
+	if (h == 0) {
+		execvp(prog, argv);
+		logmsg("sandbox: %s: %m (install the uidmap package)", prog);
+		_exit(127);
+	}
+	if (h < 0 || waitpid(h, &status, 0) != h || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		logmsg("sandbox: %s did not write the map (are the ranges in /etc/subuid and /etc/subgid?)",
+		       prog);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The maps of the server's user namespace. Root writes them itself, and so
+ * may an unprivileged user whose maps name only its own uid and gid (then
+ * setgroups is denied in the namespace, as the kernel requires); any other
+ * map goes through newuidmap and newgidmap.
+ */
+static int write_maps(pid_t child, const struct userns *u)
+{
+	char text[USERNS_MAX_MAPS * 40];
+	bool own = u->nuid == 1 && u->uid[0].count == 1 &&
+		   u->uid[0].outside == geteuid() && u->ngid == 1 &&
+		   u->gid[0].count == 1 && u->gid[0].outside == getegid();
+
+	if (geteuid() != 0 && !own)
+		return map_helper("newuidmap", child, u->uid, u->nuid) ||
+		       map_helper("newgidmap", child, u->gid, u->ngid) ? -1 : 0;
+	if (geteuid() != 0 && proc_write(child, "setgroups", "deny")) {
+		logmsg("sandbox: denying setgroups in the user namespace: %m");
+		return -1;
+	}
+	map_text(text, sizeof(text), u->uid, u->nuid);
+	if (proc_write(child, "uid_map", text)) {
+		logmsg("sandbox: writing the uid map: %m");
+		return -1;
+	}
+	map_text(text, sizeof(text), u->gid, u->ngid);
+	if (proc_write(child, "gid_map", text)) {
+		logmsg("sandbox: writing the gid map: %m");
+		return -1;
+	}
+	return 0;
+}
+
 int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
-		  void (*cleanup)(void))
+		  void (*cleanup)(void), const struct userns *u)
 {
 	sigset_t mask, old;
-	int alive[2];
+	int alive[2], go[2] = { -1, -1 };
 	pid_t child;
 
 	/* The forwarded signals wait for sigwait() in the supervisor. */
@@ -142,18 +253,56 @@ int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
 		logmsg("sandbox: pipe: %m");
 		return -1;
 	}
-	if (unshare(CLONE_NEWPID)) {
-		logmsg("sandbox: a new PID namespace: %m (run as root, or use --sandbox none)");
-		return -1;
-	}
-	child = fork();
-	if (child < 0) {
-		logmsg("sandbox: fork: %m");
-		return -1;
+	if (u) {
+		/* The user namespace owns the PID namespace made with it. */
+		if (pipe2(go, O_CLOEXEC)) {
+			logmsg("sandbox: pipe: %m");
+			return -1;
+		}
+		child = syscall(SYS_clone, SIGCHLD | CLONE_NEWUSER | CLONE_NEWPID,
+				NULL, NULL, NULL, NULL);
+		if (child < 0) {
+			logmsg("sandbox: new user and PID namespaces: %m (are unprivileged user namespaces allowed here?)");
+			return -1;
+		}
+	} else {
+		if (unshare(CLONE_NEWPID)) {
+			logmsg("sandbox: a new PID namespace: %m (run as root, or use --sandbox userns or none)");
+			return -1;
+		}
+		child = fork();
+		if (child < 0) {
+			logmsg("sandbox: fork: %m");
+			return -1;
+		}
 	}
 	if (child > 0) {
 		close(alive[0]);	/* the write end closes when we die */
+		if (u) {
+			/* Closing go without a byte tells the child to give up. */
+			close(go[0]);
+			if (!write_maps(child, u) && write(go[1], "m", 1) == 1) {
+				close(go[1]);
+			} else {
+				close(go[1]);
+				waitpid(child, NULL, 0);
+				return -1;
+			}
+		}
 		supervise(child, &mask, cleanup);
+	}
+	if (u) {
+		char c;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);	/* the supervisor said why */
+		close(go[0]);
+		/* Root of the new namespace: the maps must have an inside 0. */
+		if (setresgid(0, 0, 0) || setresuid(0, 0, 0)) {
+			logmsg("sandbox: becoming root of the user namespace: %m (map inside id 0)");
+			return -1;
+		}
 	}
 
 	/* The server: PID 1 of its namespace. */
@@ -355,7 +504,7 @@ out:
  * supplementary groups are not known, so the daemon drops its own
  * (creds_init()): a caller is never in root's groups by accident.
  */
-static bool creds_on;
+static bool creds_on, groups_on;
 
 /* Whether cap is in this thread's effective set. */
 static bool have_cap(int cap)
@@ -375,9 +524,15 @@ int creds_init(void)
 	/* Switching needs both; a daemon without them serves as itself. */
 	creds_on = have_cap(CAP_SETUID) && have_cap(CAP_SETGID) &&
 		   geteuid() == 0;
-	if (creds_on && setgroups(0, NULL))
-		logmsg("warning: cannot drop the supplementary groups (%m): guest callers may gain their permissions");
+	groups_on = creds_on && !setgroups(0, NULL);
+	if (creds_on && !groups_on)
+		logmsg("warning: cannot drop the supplementary groups (%m; a user namespace whose maps an unprivileged user wrote denies it): guest callers keep the daemon's groups and get no supplementary ones");
 	return 0;
+}
+
+bool creds_groups(void)
+{
+	return groups_on;
 }
 
 /* A worker that cannot be root again must not serve anyone: end it all. */
@@ -394,12 +549,12 @@ bool creds_switching(void)
 
 int creds_enter(const struct creds *c)
 {
+	unsigned int ngroups = groups_on ? c->ngroups : 0;
 	int err;
 
 	if (!creds_on || (!c->uid && !c->gid))
 		return 0;
-	if (c->ngroups &&
-	    syscall(SYS_setgroups, c->ngroups, c->groups))
+	if (ngroups && syscall(SYS_setgroups, ngroups, c->groups))
 		return -errno;
 	if (syscall(SYS_setresgid, -1, c->gid, -1))
 		goto undo_groups;
@@ -414,9 +569,10 @@ undo_gid:
 	errno = err;
 undo_groups:
 	err = errno;
-	if (c->ngroups && syscall(SYS_setgroups, 0, NULL))
+	if (ngroups && syscall(SYS_setgroups, 0, NULL))
 		creds_stuck();
-	return -err;
+	/* EINVAL: an id the server's user namespace does not map. */
+	return err == EINVAL ? -EPERM : -err;
 }
 
 void creds_leave(const struct creds *c)
@@ -426,6 +582,6 @@ void creds_leave(const struct creds *c)
 	/* Root again first: setting the gid and groups back needs CAP_SETGID. */
 	if (syscall(SYS_setresuid, -1, 0, -1) ||
 	    syscall(SYS_setresgid, -1, 0, -1) ||
-	    (c->ngroups && syscall(SYS_setgroups, 0, NULL)))
+	    (groups_on && c->ngroups && syscall(SYS_setgroups, 0, NULL)))
 		creds_stuck();
 }

@@ -48,7 +48,8 @@ static struct daemon {
 	unsigned int threads;		/* workers per request queue */
 	unsigned int stats_ms;
 	int listen_fd, conn_fd, sig_fd, stats_fd, lock_fd;
-	bool sandbox;			/* --sandbox namespace */
+	bool sandbox;			/* --sandbox namespace or userns */
+	bool userns;			/* --sandbox userns */
 	int seccomp;			/* --seccomp: 0 none, 1 log, 2 kill */
 	pid_t pid;			/* as the host sees it */
 	uint64_t features;
@@ -531,7 +532,14 @@ static void usage(FILE *f)
 "  -g, --socket-group GRP  let group GRP (name or number) connect too (0660)\n"
 "      --sandbox MODE      namespace (default): serve from new namespaces with\n"
 "                          the shared directory as root and few capabilities\n"
-"                          (needs root); none: as started, for debugging\n"
+"                          (needs root); userns: the same in a user namespace\n"
+"                          of its own, in which it is root (any user may);\n"
+"                          none: as started, for debugging\n"
+"      --uid-map IN:OUT:N  with userns: namespace ids IN..IN+N-1 are host ids\n"
+"      --gid-map IN:OUT:N  OUT..; repeatable (default 0:own id:1). Guest ids\n"
+"                          are the namespace's: these maps translate them.\n"
+"                          Maps other than one's own ids go through\n"
+"                          newuidmap/newgidmap and /etc/subuid, /etc/subgid\n"
 "      --seccomp MODE      in the sandbox, a system call outside the list\n"
 "                          kills the server (kill, the default), is logged\n"
 "                          to the audit log (log), or no filter (none)\n"
@@ -674,6 +682,20 @@ static uint64_t server_caps(const char *const *allow, unsigned int n,
 	return keep;
 }
 
+/* INSIDE:OUTSIDE:COUNT appended to maps (at most USERNS_MAX_MAPS). */
+static int parse_idmap(const char *s, struct idmap *maps, unsigned int *n)
+{
+	unsigned int in, out, count;
+	char end;
+
+	if (*n == USERNS_MAX_MAPS ||
+	    sscanf(s, "%u:%u:%u%c", &in, &out, &count, &end) != 3 || !count ||
+	    in + count < in || out + count < out)
+		return -1;
+	maps[(*n)++] = (struct idmap){ in, out, count };
+	return 0;
+}
+
 /* parse_group: a group name, or a number. */
 static int parse_group(const char *s, gid_t *out)
 {
@@ -703,6 +725,8 @@ int main(int argc, char **argv)
 		{ "writeback", no_argument, NULL, 'W' },
 		{ "inode-file-handles", required_argument, NULL, 'H' },
 		{ "posix-acl", no_argument, NULL, 'A' },
+		{ "uid-map", required_argument, NULL, 'U' },
+		{ "gid-map", required_argument, NULL, 'G' },
 		{ "xattr-allow", required_argument, NULL, 'X' },
 		{ "shared-dir", required_argument, NULL, 'd' },
 		{ "queues", required_argument, NULL, 'q' },
@@ -723,6 +747,7 @@ int main(int argc, char **argv)
 	enum fuse_cache cache = CACHE_AUTO;
 	bool xattr = false, devices = false, writeback = false, handles = false;
 	bool acl = false;
+	struct userns un = { .nuid = 0 };
 	gid_t group = (gid_t)-1;
 	struct stat st;
 	sigset_t mask;
@@ -747,12 +772,24 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'B':
-			if (!strcmp(optarg, "namespace") || !strcmp(optarg, "none")) {
-				d.sandbox = !strcmp(optarg, "namespace");
+			if (!strcmp(optarg, "namespace") || !strcmp(optarg, "none") ||
+			    !strcmp(optarg, "userns")) {
+				d.sandbox = strcmp(optarg, "none");
+				d.userns = !strcmp(optarg, "userns");
 				break;
 			}
-			logmsg("--sandbox %s: give namespace or none", optarg);
+			logmsg("--sandbox %s: give namespace, userns or none", optarg);
 			return 2;
+		case 'U':
+		case 'G':
+			if (parse_idmap(optarg, c == 'U' ? un.uid : un.gid,
+					c == 'U' ? &un.nuid : &un.ngid)) {
+				logmsg("--%s %s: give INSIDE:OUTSIDE:COUNT, up to %u of them",
+				       c == 'U' ? "uid-map" : "gid-map", optarg,
+				       USERNS_MAX_MAPS);
+				return 2;
+			}
+			break;
 		case 'C':
 			for (i = 0; i < 3; i++)
 				if (!strcmp(optarg, seccomp_modes[i]))
@@ -854,6 +891,19 @@ int main(int argc, char **argv)
 		logmsg("--writeback caches writes: not with --cache never");
 		return 2;
 	}
+	if ((un.nuid || un.ngid) && !d.userns) {
+		logmsg("--uid-map and --gid-map need --sandbox userns");
+		return 2;
+	}
+	if (d.userns && !un.nuid) {
+		/* By default only the daemon's own ids, as the namespace's root. */
+		un.uid[0] = (struct idmap){ 0, geteuid(), 1 };
+		un.nuid = 1;
+	}
+	if (d.userns && !un.ngid) {
+		un.gid[0] = (struct idmap){ 0, getegid(), 1 };
+		un.ngid = 1;
+	}
 	if (acl && !xattr) {
 		logmsg("--posix-acl needs --xattr");
 		return 2;
@@ -903,7 +953,8 @@ int main(int argc, char **argv)
 		pid_t supervisor = d.pid;
 
 		/* Returns in the sandboxed server only. */
-		if (sandbox_enter(d.shared_dir, &proc_fd, &d.pid, unlisten)) {
+		if (sandbox_enter(d.shared_dir, &proc_fd, &d.pid, unlisten,
+				  d.userns ? &un : NULL)) {
 			if (getpid() == supervisor)
 				unlisten();
 			return 1;

@@ -146,6 +146,22 @@ unsigned int iov_slice(const struct iovec *iov, unsigned int n, size_t skip,
 /* ---- the sandbox (sandbox.c) ---- */
 
 /*
+ * --sandbox userns: the server also gets a user namespace, in which it is
+ * root; the maps say which host ids the namespace's ids are (lines of
+ * /proc/PID/uid_map: inside, outside, count). Guest ids are the
+ * namespace's, so the maps translate them; an id outside them cannot own
+ * anything the server makes.
+ */
+#define USERNS_MAX_MAPS 8
+struct idmap {
+	unsigned int inside, outside, count;
+};
+struct userns {
+	struct idmap uid[USERNS_MAX_MAPS], gid[USERNS_MAX_MAPS];
+	unsigned int nuid, ngid;
+};
+
+/*
  * Fork: the caller stays outside as the supervisor (forwards the stop
  * signals, calls cleanup when the server exits, exits with its status;
  * never returns), the child enters new namespaces with dir as its root
@@ -153,7 +169,7 @@ unsigned int iov_slice(const struct iovec *iov, unsigned int n, size_t skip,
  * *host_pid. -1 on failure, in whichever process it happened.
  */
 int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
-		  void (*cleanup)(void));
+		  void (*cleanup)(void), const struct userns *u);
 /* Keep only the capabilities in keep (CAP_* bits); set no_new_privs. */
 int sandbox_drop_caps(uint64_t keep);
 /*
@@ -181,6 +197,8 @@ struct creds {
  */
 int creds_init(void);
 bool creds_switching(void);
+/* Whether callers' supplementary groups can be taken (setgroups allowed). */
+bool creds_groups(void);
 int creds_enter(const struct creds *c);
 void creds_leave(const struct creds *c);
 
