@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,9 @@ struct fuse_supp_groups {
 };
 #endif
 
-#include "vufsd.h"
+#include "fuse.h"
+#include "log.h"
+#include "sandbox.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -55,6 +58,15 @@ struct fuse_supp_groups {
 #define MAX_WRITE	(MAX_PAGES * 4096)
 #define INBUF_SIZE	(72 * 1024)		/* largest request but WRITE */
 #define OUTBUF_SIZE	(MAX_WRITE + 4096)	/* largest reply */
+
+/* Per-worker scratch space of a request. */
+struct fuse_ctx {
+	uint8_t *inbuf;		/* copy of the request (without write data) */
+	size_t inbuf_size;
+	uint8_t *outbuf;	/* the reply being built */
+	size_t outbuf_size;
+	struct iovec *scratch;	/* for iov_slice */
+};
 
 /* ---- inodes ---- */
 
@@ -701,6 +713,7 @@ struct req {
 	struct creds cr;	/* the caller's, for the calls made as the caller */
 	size_t outlen;		/* reply payload in c->outbuf after the header */
 	size_t direct;		/* reply payload written straight to the guest */
+	struct chain_result *res;	/* what serving did, for the counters */
 };
 
 #define OUT(r)	((void *)((r)->c->outbuf + sizeof(struct fuse_out_header)))
@@ -784,7 +797,7 @@ static int kill_suidgid(int fd, const struct inode *i)
 /* A request whose arguments contradict themselves: counted as malformed. */
 static int refuse(struct req *r, const char *why)
 {
-	stat_add(&r->c->stats->malformed, 1);
+	r->res->malformed = true;
 	if (verbose)
 		logmsg("malformed FUSE request (opcode %u, unique %" PRIu64 "): %s",
 		       r->h.opcode, (uint64_t)r->h.unique, why);
@@ -1949,7 +1962,7 @@ static size_t reply(struct req *r, int err)
 	if (r->ch->in_len < sizeof(*oh))
 		return 0;	/* nowhere to answer */
 	if (err) {
-		stat_add(&r->c->stats->errors, 1);
+		r->res->error = true;
 	} else if (r->direct) {
 		len += r->direct;
 	} else {
@@ -1967,7 +1980,7 @@ static size_t reply(struct req *r, int err)
 
 static size_t malformed(struct req *r, const char *why)
 {
-	stat_add(&r->c->stats->malformed, 1);
+	r->res->malformed = true;
 	if (verbose)
 		logmsg("malformed FUSE request (opcode %u, unique %" PRIu64 "): %s",
 		       r->h.opcode, (uint64_t)r->h.unique, why);
@@ -2047,9 +2060,10 @@ void fuse_op_counts(void (*fn)(const char *name, uint64_t n, void *arg),
 	}
 }
 
-size_t fuse_serve(struct fuse_ctx *c, const struct chain *ch)
+static size_t serve(struct fuse_ctx *c, const struct chain *ch,
+		    struct chain_result *res)
 {
-	struct req r = { .c = c, .ch = ch };
+	struct req r = { .c = c, .ch = ch, .res = res };
 	const struct op *op = NULL;
 	size_t copy, extlen;
 	int ret;
@@ -2103,26 +2117,37 @@ size_t fuse_serve(struct fuse_ctx *c, const struct chain *ch)
 	return reply(&r, ret);
 }
 
-int fuse_ctx_init(struct fuse_ctx *c)
+void fuse_serve(void *ctx, const struct chain *ch, struct chain_result *res)
 {
-	memset(c, 0, sizeof(*c));
+	res->written = serve(ctx, ch, res);
+}
+
+void *fuse_worker_start(void)
+{
+	struct fuse_ctx *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
 	c->inbuf_size = INBUF_SIZE;
 	c->outbuf_size = OUTBUF_SIZE;
 	c->inbuf = malloc(c->inbuf_size);
 	c->outbuf = malloc(c->outbuf_size);
 	c->scratch = calloc(MAX_CHAIN_IOV, sizeof(*c->scratch));
 	if (!c->inbuf || !c->outbuf || !c->scratch) {
-		fuse_ctx_free(c);
-		return -ENOMEM;
+		fuse_worker_end(c);
+		return NULL;
 	}
-	return 0;
+	return c;
 }
 
-void fuse_ctx_free(struct fuse_ctx *c)
+void fuse_worker_end(void *ctx)
 {
+	struct fuse_ctx *c = ctx;
+
+	if (!c)
+		return;
 	free(c->inbuf);
 	free(c->outbuf);
 	free(c->scratch);
-	c->inbuf = c->outbuf = NULL;
-	c->scratch = NULL;
+	free(c);
 }

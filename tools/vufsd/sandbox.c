@@ -48,7 +48,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "vufsd.h"
+#include "log.h"
+#include "sandbox.h"
 
 /* Reads the calling process's PID as the host's /proc shows it. */
 static pid_t outer_pid(void)
@@ -401,7 +402,7 @@ int sandbox_drop_caps(uint64_t keep)
  * The system calls the server makes once it serves, found by tracing every
  * scenario of tests/tools/vufs_test.py (interrupt-driven, busy-polling and
  * several workers per queue, and the guest suite) and checked against the
- * libc calls in fuse.c, virtq.c and vufsd.c, plus the few glibc may take
+ * libc calls in fuse.c, virtq.c, iov.c and vufsd.c, plus the few glibc may take
  * instead of a traced one (the sleep and clock calls behind the vDSO,
  * rt_sigreturn for the SIGBUS guard). clone is allowed for threads only
  * (sandbox_seccomp()). No exec, no new processes, sockets or mounts, no

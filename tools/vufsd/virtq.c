@@ -22,7 +22,8 @@
 #include <sys/mman.h>
 #include <linux/virtio_ring.h>
 
-#include "vufsd.h"
+#include "log.h"
+#include "virtq.h"
 
 /* ---- guest memory ---- */
 
@@ -180,73 +181,6 @@ static int map_buffer(const struct memory *m, uint64_t gpa, uint64_t len,
 		len -= piece;
 	}
 	return 0;
-}
-
-/* ---- iovec helpers ---- */
-
-/* Copies between buf and the iovecs' bytes from skip on. */
-static size_t iov_copy(const struct iovec *iov, unsigned int n, size_t skip,
-		       void *buf, size_t len, bool to_buf)
-{
-	size_t done = 0;
-	unsigned int i;
-
-	for (i = 0; i < n && done < len; i++) {
-		size_t l = iov[i].iov_len;
-		uint8_t *p;
-
-		if (skip >= l) {
-			skip -= l;
-			continue;
-		}
-		p = (uint8_t *)iov[i].iov_base + skip;
-		l -= skip;
-		if (l > len - done)
-			l = len - done;
-		if (to_buf)
-			memcpy((uint8_t *)buf + done, p, l);
-		else
-			memcpy(p, (uint8_t *)buf + done, l);
-		done += l;
-		skip = 0;
-	}
-	return done;
-}
-
-size_t iov_to_buf(const struct iovec *iov, unsigned int n, size_t skip,
-		  void *buf, size_t len)
-{
-	return iov_copy(iov, n, skip, buf, len, true);
-}
-
-size_t buf_to_iov(const struct iovec *iov, unsigned int n, size_t skip,
-		  const void *buf, size_t len)
-{
-	return iov_copy(iov, n, skip, (void *)buf, len, false);
-}
-
-unsigned int iov_slice(const struct iovec *iov, unsigned int n, size_t skip,
-		       size_t len, struct iovec *dst, unsigned int max)
-{
-	unsigned int i, k = 0;
-
-	for (i = 0; i < n && len && k < max; i++) {
-		size_t l = iov[i].iov_len;
-
-		if (skip >= l) {
-			skip -= l;
-			continue;
-		}
-		l -= skip;
-		if (l > len)
-			l = len;
-		dst[k].iov_base = (uint8_t *)iov[i].iov_base + skip;
-		dst[k].iov_len = l;
-		k++;
-		len -= l;
-		skip = 0;
-	}
-	return k;
 }
 
 /* ---- the split ring ---- */
@@ -409,10 +343,10 @@ static bool take(struct vq *r, uint16_t *head)
 }
 
 /* Serves one chain (without the ring lock); returns the bytes written. */
-static size_t serve(struct vq *r, uint16_t head, struct fuse_ctx *c,
+static size_t serve(struct vq *r, uint16_t head, void *state,
 		    struct chain *ch)
 {
-	size_t written;
+	struct chain_result res = { 0 };
 
 	stat_add(&r->stats.requests, 1);
 	if (walk_chain(r, head, ch)) {
@@ -423,9 +357,13 @@ static size_t serve(struct vq *r, uint16_t head, struct fuse_ctx *c,
 		return 0;
 	}
 	stat_add(&r->stats.bytes_in, ch->out_len);
-	written = fuse_serve(c, ch);
-	stat_add(&r->stats.bytes_out, written);
-	return written;
+	r->handler->serve(state, ch, &res);
+	stat_add(&r->stats.bytes_out, res.written);
+	if (res.error)
+		stat_add(&r->stats.errors, 1);
+	if (res.malformed)
+		stat_add(&r->stats.malformed, 1);
+	return res.written;
 }
 
 /*
@@ -474,7 +412,7 @@ static bool spin(struct vq *r, uint16_t seen)
 static void *vring_worker(void *arg)
 {
 	struct vq *r = arg;
-	struct fuse_ctx ctx;
+	void *state;
 	struct chain ch;
 	struct pollfd pfd[2] = {
 		{ .fd = r->kick_fd, .events = POLLIN },
@@ -483,13 +421,13 @@ static void *vring_worker(void *arg)
 
 	ch.out = calloc(MAX_CHAIN_IOV, sizeof(*ch.out));
 	ch.in = calloc(MAX_CHAIN_IOV, sizeof(*ch.in));
-	if (!ch.out || !ch.in || fuse_ctx_init(&ctx)) {
+	state = ch.out && ch.in ? r->handler->worker_start() : NULL;
+	if (!state) {
 		logmsg("vring %u: out of memory", r->index);
 		free(ch.out);
 		free(ch.in);
 		return NULL;
 	}
-	ctx.stats = &r->stats;
 	pthread_mutex_lock(&r->lock);
 	while (!stopping(r) && !r->broken) {
 		uint16_t head, seen;
@@ -497,7 +435,7 @@ static void *vring_worker(void *arg)
 
 		if (take(r, &head)) {
 			pthread_mutex_unlock(&r->lock);
-			v = serve(r, head, &ctx, &ch);
+			v = serve(r, head, state, &ch);
 			pthread_mutex_lock(&r->lock);
 			push_used(r, head, v);
 			completed(r, false);
@@ -539,7 +477,7 @@ static void *vring_worker(void *arg)
 	/* A broken ring waits for the VMM to reset or re-base it. */
 	while (!stopping(r))
 		poll(&pfd[1], 1, -1);
-	fuse_ctx_free(&ctx);
+	r->handler->worker_end(state);
 	free(ch.out);
 	free(ch.in);
 	return NULL;

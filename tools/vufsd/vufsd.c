@@ -34,7 +34,22 @@
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
 
-#include "vufsd.h"
+#include "fuse.h"
+#include "log.h"
+#include "sandbox.h"
+#include "virtq.h"
+
+#define MAX_REQUEST_QUEUES	64
+#define MAX_VRINGS		(1 + MAX_REQUEST_QUEUES)
+/* Name prefixes that --xattr-allow may add. */
+#define MAX_XATTR_ALLOW		16
+
+/* The rings' handler: FUSE, from fuse.c. */
+static const struct vq_handler fuse_handler = {
+	.worker_start = fuse_worker_start,
+	.worker_end = fuse_worker_end,
+	.serve = fuse_serve,
+};
 
 bool verbose;
 
@@ -930,6 +945,7 @@ int main(int argc, char **argv)
 		r->kick_fd = r->call_fd = r->err_fd = r->stop_fd = -1;
 		pthread_mutex_init(&r->call_lock, NULL);
 		pthread_mutex_init(&r->lock, NULL);
+		r->handler = &fuse_handler;
 	}
 	raise_fd_limit();
 	umask(0);	/* the guest's kernel applied its umask already */
