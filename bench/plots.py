@@ -341,7 +341,7 @@ def plot_virtiofs(raw, plots):
     rows = raw_csv(raw, "virtiofs.csv")
     devs = uniq(rows, "device")
     one, ref = "vufsd-1", "virtiofsd"
-    many = [d for d in devs if d not in (one, ref)][0]
+    many = [d for d in devs if d not in (one, ref) and not d.startswith("base-")][0]
     devs = [one, many, ref]
     _, runs = group_runs(rows, ("rw", "bs"), "device", ("bw_mib_s", "iops", "lat_mean_us"))
     work = list(dict.fromkeys((r["rw"], r["bs"]) for r in rows))

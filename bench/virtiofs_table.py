@@ -17,8 +17,28 @@ ONE, REF = "vufsd-1", "virtiofsd"
 
 def devices(rows):
     """(one queue, N queues, virtiofsd) device names."""
-    many = [d for d in dict.fromkeys(r["device"] for r in rows) if d not in (ONE, REF)]
+    many = [d for d in dict.fromkeys(r["device"] for r in rows)
+            if d not in (ONE, REF) and not d.startswith("base-")]
     return ONE, many[0], REF
+
+
+def baseline(rows, order, runs):
+    """With --baseline: this vufsd over the baseline binary at 1 and N
+    queues, per workload."""
+    names = set(r["device"] for r in rows)
+    pairs = [(d, "base-" + d.split("-", 1)[1]) for d in sorted(names)
+             if d.startswith("vufsd-") and "base-" + d.split("-", 1)[1] in names]
+    if not pairs:
+        return []
+    out = ["", "this vufsd / the --baseline binary (MiB/s), same boot:"]
+    hdr = "%-9s %4s | " % ("rw", "bs") + " | ".join(
+        "%-19s" % ("%s / %s" % p) for p in pairs)
+    out += [hdr.rstrip(), "-" * len(hdr.rstrip())]
+    for key in order:
+        out.append(("%-9s %4s | " % key + " | ".join(
+            "%-19s" % cell(runs[key + (a,)], runs[key + (b,)])
+            for a, b in pairs)).rstrip())
+    return out
 
 
 def cell(a, b):
@@ -44,6 +64,7 @@ def table(raw):
             key + (mean(a, 0), mean(a, 2), mean(b, 0), mean(b, 2), mean(c, 0),
                    mean(c, 2), cell(b, a), cell(a, c)))).rstrip())
     out.append("(in brackets the lowest and highest ratio of single repetitions)")
+    out += baseline(rows, order, runs)
     path = os.path.join(raw, "virtiofs-daemons.json")
     if os.path.exists(path):
         with open(path) as f:

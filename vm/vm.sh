@@ -24,7 +24,7 @@
 #                          the host; repeatable; implies --shared-mem. SPEC is
 #                          tag=T[,queues=N,daemon=vufsd|virtiofsd,poll=US,
 #                          threads=K,dir=PATH,cache=auto|always|never,
-#                          writeback,acl,killpriv]. The daemon serves DIR (default
+#                          writeback,acl,killpriv,bin=PATH]. The daemon serves DIR (default
 #                          RUNDIR/fs-T, created; a relative DIR is under
 #                          RUNDIR, so dir=fs-U shares tag U's directory) on
 #                          RUNDIR/fs-T.sock; vufsd
@@ -32,7 +32,8 @@
 #                          reads them as /run/vstor/fs-T.stats) and logs to
 #                          RUNDIR/fs-T.log (killpriv: virtiofsd with
 #                          -o killpriv_v2; acl: POSIX ACLs, vufsd
-#                          --posix-acl, virtiofsd -o posix_acl). After the guest powers off each
+#                          --posix-acl, virtiofsd -o posix_acl; bin: another
+#                          vufsd binary, e.g. an older one to compare). After the guest powers off each
 #                          daemon gets SIGTERM; one that does not exit 0 fails
 #                          the run (exit 126 when the command succeeded).
 #   --append ARGS          extra kernel command line
@@ -247,7 +248,7 @@ done
 # virtio-fs devices, each with its daemon on the host.
 k=0
 for spec in "${vfs[@]}"; do
-	tag="" queues=1 daemon=vufsd poll=0 threads=1 dir="" vdopts=() cache=auto vuopts=()
+	tag="" queues=1 daemon=vufsd poll=0 threads=1 dir="" vdopts=() cache=auto vuopts=() vubin=""
 	IFS=, read -ra kv <<<"$spec"
 	for o in "${kv[@]}"; do
 		case $o in
@@ -260,6 +261,7 @@ for spec in "${vfs[@]}"; do
 		cache=auto | cache=always | cache=never) cache=${o#cache=} ;;
 		writeback) vuopts+=(--writeback) vdopts+=(-o writeback) ;;
 		acl) vuopts+=(--posix-acl) vdopts+=(-o posix_acl) ;;
+		bin=*) vubin=${o#bin=} ;;
 		killpriv) vdopts+=(-o killpriv_v2) ;;
 		*) die "unknown virtiofs option '$o' in '$spec'" ;;
 		esac
@@ -273,7 +275,11 @@ for spec in "${vfs[@]}"; do
 	case $daemon in
 	vufsd)
 		bin=$BUILD/tools/vufsd
-		make -s -C "$TOP/tools/vufsd" OUT="$BUILD/tools" >&2
+		if [[ -n $vubin ]]; then
+			bin=$vubin
+		else
+			make -s -C "$TOP/tools/vufsd" OUT="$BUILD/tools" >&2
+		fi
 		# --xattr as virtiofsd's -o xattr below (user.* names only).
 		"$bin" --socket "$sock" --shared-dir "$dir" --queues "$queues" --xattr \
 			--cache "$cache" "${vuopts[@]}" \
