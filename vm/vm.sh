@@ -258,7 +258,8 @@ for spec in "${vfs[@]}"; do
 		poll=*) poll=${o#poll=} ;;
 		threads=*) threads=${o#threads=} ;;
 		dir=*) dir=${o#dir=} ;;
-		cache=auto | cache=always | cache=never) cache=${o#cache=} ;;
+		cache=auto) ;;
+		cache=always | cache=never) cache=${o#cache=} vuopts+=(--cache "$cache") ;;
 		writeback) vuopts+=(--writeback) vdopts+=(-o writeback) ;;
 		acl) vuopts+=(--posix-acl) vdopts+=(-o posix_acl) ;;
 		bin=*) vubin=${o#bin=} ;;
@@ -282,7 +283,7 @@ for spec in "${vfs[@]}"; do
 		fi
 		# --xattr as virtiofsd's -o xattr below (user.* names only).
 		"$bin" --socket "$sock" --shared-dir "$dir" --queues "$queues" --xattr \
-			--cache "$cache" "${vuopts[@]}" \
+			"${vuopts[@]}" \
 			--busy-poll "$poll" --threads "$threads" --stats "$rundir/fs-$tag.stats" \
 			>"$rundir/fs-$tag.log" 2>&1 &
 		;;
