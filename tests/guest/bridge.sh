@@ -77,7 +77,7 @@ vub() {
 	((rc == 0)) || fail "vub_test.py $* exited $rc"
 }
 
-desc_br_cli="--help, and clear errors for bad options, a missing backend, a directory, too many queues, a socket path that is a file"
+desc_br_cli="--help, and clear errors for bad options, a missing backend, a directory, too many queues, a socket path that is a file, an unknown --socket-group; the socket is mode 0600, 0660 and the group's with --socket-group"
 br_cli() {
 	vhost_blk_load || return
 	local out rc
@@ -102,7 +102,23 @@ br_cli() {
 	expect_err 1 "max_queues parameter" -s /tmp/x.sock -b /dev/ram0 --queues 17 || return
 	: >/tmp/x.notsock
 	expect_err 1 "exists and is not a socket" -s /tmp/x.notsock -b /dev/ram0 || return
-	[[ -f /tmp/x.notsock ]] || fail "the bridge removed a regular file at its socket path"
+	[[ -f /tmp/x.notsock ]] || fail "the bridge removed a regular file at its socket path" || return
+	expect_err 2 "no such group" -s /tmp/x.sock -b /dev/ram0 --socket-group no-such-group || return
+	# The owner alone by default (0600), group 100 too with --socket-group.
+	local g mode i pid
+	for g in "" 100; do
+		rm -f /tmp/g.sock
+		"$BRIDGE" -s /tmp/g.sock -b /dev/ram0 ${g:+--socket-group "$g"} 2>/tmp/g.log &
+		pid=$!
+		for ((i = 0; i < 100; i++)); do
+			[[ -S /tmp/g.sock ]] && break
+			sleep 0.05
+		done
+		mode=$(stat -c %a:%g /tmp/g.sock 2>/dev/null)
+		kill "$pid"
+		wait "$pid"
+		expect_eq "socket mode:group${g:+ with --socket-group $g}" "$mode" "$([[ -n $g ]] && echo 660:100 || echo 600:0)" || return
+	done
 }
 
 # br_ram_vub NAME VUB-ARGS...: the bridge on brd ram0 (256 MiB; the scripted

@@ -12,11 +12,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
@@ -540,6 +542,25 @@ static inline int vu_lock_socket(const char *path)
 		return -1;
 	}
 	return fd;
+}
+
+/* --socket-group's argument: a group name or number; 0 or -1. */
+static inline int vu_parse_group(const char *s, gid_t *out)
+{
+	struct group *g = getgrnam(s);
+	unsigned long n;
+	char *end;
+
+	if (g) {
+		*out = g->gr_gid;
+		return 0;
+	}
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (!*s || *end || errno || n > INT_MAX)
+		return -1;
+	*out = (gid_t)n;
+	return 0;
 }
 
 /*

@@ -49,6 +49,7 @@ struct ring {
 struct bridge {
 	/* Options. */
 	const char *socket_path;
+	gid_t socket_group;		/* (gid_t)-1: the owner alone */
 	const char *backend_path;
 	const char *stats_path;
 	unsigned int queues;

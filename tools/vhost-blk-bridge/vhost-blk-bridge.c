@@ -472,7 +472,7 @@ static int serve_one(struct bridge *b)
 
 static int listen_on(struct bridge *b)
 {
-	b->listen_fd = vu_listen(b->socket_path, (gid_t)-1, &b->lock_fd);
+	b->listen_fd = vu_listen(b->socket_path, b->socket_group, &b->lock_fd);
 	return b->listen_fd < 0 ? -1 : 0;
 }
 
@@ -514,6 +514,7 @@ static void usage(FILE *f)
 "  -s, --socket PATH     unix socket to listen on, mode 0600; PATH.pid holds the\n"
 "                        pid and lock (one bridge per socket); a socket that\n"
 "                        nothing listens on is replaced, a live one is not\n"
+"  -g, --socket-group GRP  let group GRP (name or number) connect too (0660)\n"
 "  -b, --backend PATH    block device or raw image file (vhost-blk does direct\n"
 "                        I/O on it, so a file must support O_DIRECT)\n"
 "  -q, --queues N        request queues offered (default 1, at most vhost-blk's\n"
@@ -554,12 +555,13 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
+		{ "socket-group", required_argument, NULL, 'g' },
 		{ "backend", required_argument, NULL, 'b' },
 		{ "queues", required_argument, NULL, 'q' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "readonly", no_argument, NULL, 'r' },
 		{ "serial", required_argument, NULL, 'S' },
-		{ "seg-max", required_argument, NULL, 'g' },
+		{ "seg-max", required_argument, NULL, 'm' },
 		{ "stats", required_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -575,15 +577,22 @@ int main(int argc, char **argv)
 	b->queues = 1;
 	b->worker_per_queue = true;
 	b->seg_max = 126;
+	b->socket_group = (gid_t)-1;
 	b->backend_fd = b->listen_fd = b->lock_fd = b->conn_fd = b->sig_fd =
 		b->vfd = -1;
 	for (i = 0; i < MAX_QUEUES; i++)
 		b->rings[i].kick = b->rings[i].call = b->rings[i].err = -1;
 
-	while ((c = getopt_long(argc, argv, "s:b:q:w:rvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:g:b:q:w:rvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			b->socket_path = optarg;
+			break;
+		case 'g':
+			if (vu_parse_group(optarg, &b->socket_group)) {
+				logmsg("--socket-group %s: no such group", optarg);
+				return 2;
+			}
 			break;
 		case 'b':
 			b->backend_path = optarg;
@@ -612,7 +621,7 @@ int main(int argc, char **argv)
 			}
 			strncpy(b->serial, optarg, sizeof(b->serial));
 			break;
-		case 'g':
+		case 'm':
 			if (parse_uint(optarg, 1, 32766, "--seg-max", &b->seg_max))
 				return 2;
 			break;

@@ -711,22 +711,6 @@ static int parse_idmap(const char *s, struct idmap *maps, unsigned int *n)
 	return 0;
 }
 
-/* parse_group: a group name, or a number. */
-static int parse_group(const char *s, gid_t *out)
-{
-	struct group *g = getgrnam(s);
-	unsigned int n;
-
-	if (g) {
-		*out = g->gr_gid;
-		return 0;
-	}
-	if (parse_uint(s, 0, (unsigned int)INT_MAX, &n))
-		return -1;
-	*out = n;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -781,7 +765,7 @@ int main(int argc, char **argv)
 			d.socket_path = optarg;
 			break;
 		case 'g':
-			if (parse_group(optarg, &group)) {
+			if (vu_parse_group(optarg, &group)) {
 				logmsg("--socket-group %s: no such group", optarg);
 				return 2;
 			}
