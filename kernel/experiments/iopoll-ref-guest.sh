@@ -52,8 +52,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	echo 1 >"$a" || exit 1
 	echo mq-deadline >"/sys/block/$d/queue/scheduler" || exit 1
 	start_held
-	echo 0 >"$a"
-	echo "change round $r: 1 -> 0 returned $?"
+	if echo 0 >"$a"; then rc=0; else rc=1; fi
+	echo "change round $r: 1 -> 0 $( ((rc)) && echo failed || echo worked)"
 	wait $held
 	echo "change round $r: polled read exit $? ($(tr '\n' ' ' </tmp/pt.out)); reports so far: $(reports)"
 	echo none >"/sys/block/$d/queue/scheduler"
