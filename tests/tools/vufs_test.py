@@ -2591,6 +2591,14 @@ def scenario_creds(ctx):
         t.ok(r.error == -errno.EPERM and owner("pub", "stolen") is None,
              f"creds: RENAME of it out of there: {r.errname()} (want "
              "-EPERM)")
+        a = s.lookup(node["pub"], "a").entry.nodeid
+        r = s.link(a, node["rootonly"], "hard")
+        e = s.link(a, node["pub"], "hard")
+        t.ok(r.error == -errno.EACCES and owner("rootonly", "hard") is None
+             and e.error == 0 and owner("pub", "hard") == (uid, gid, 0o644),
+             f"creds: LINK as {uid} into root's mode 755 directory: "
+             f"{r.errname()} (want -EACCES); into a mode 777 one: "
+             f"{e.errname()}")
         s.uid, s.gid = 0, 0
         r = s.unlink(node["sticky"], "theirs")
         t.ok(r.error == 0, f"creds: root (uid 0) may: {r.errname()}")

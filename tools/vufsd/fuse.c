@@ -1203,9 +1203,10 @@ static int op_link(struct req *r)
 	} else if (bad_name(r->name[0])) {
 		ret = -EINVAL;
 	} else {
+		/* As the caller: write permission, protected_hardlinks. */
 		proc_name(path, i->fd);
-		ret = linkat(fs.proc_fd, path, p->fd, r->name[0], AT_SYMLINK_FOLLOW) ?
-		      -errno : 0;
+		ret = AS_CALLER(r, linkat(fs.proc_fd, path, p->fd, r->name[0],
+					  AT_SYMLINK_FOLLOW));
 		if (!ret) {
 			ret = lookup_at(p->fd, r->name[0], OUT(r));
 			r->outlen = sizeof(struct fuse_entry_out);
