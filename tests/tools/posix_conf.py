@@ -118,6 +118,14 @@ def openclose(path, flags, mode=0o666):
     os.close(os.open(path, flags, mode))
 
 
+def ftrunc_ro(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+
+
 # --- areas --------------------------------------------------------------------
 
 def area_create(d):
@@ -163,6 +171,19 @@ def area_create(d):
                                                   os.O_WRONLY, 0) or 0,
                                         os.access(p + ".z", os.R_OK))),
               (0, cred == ROOT))
+    # Set-id and sticky bits asked for at creation, umask 022, as root.
+    for what, fn, want in (
+            ("mkdir 07777: set-id bits dropped, sticky kept", lambda p:
+             os.mkdir(p, 0o7777), stat.S_IFDIR | 0o1755),
+            ("mkfifo 07777: all kept", lambda p: os.mkfifo(p, 0o7777),
+             stat.S_IFIFO | 0o7755),
+            ("open O_CREAT 07777: all kept", lambda p: openclose(
+                p, os.O_CREAT | os.O_WRONLY, 0o7777), stat.S_IFREG | 0o7755)):
+        p = os.path.join(pub, "bits-" + what.split()[0].replace(" ", ""))
+        r = run_as(ROOT, fn, p)
+        check("create", what, ROOT,
+              (r, os.lstat(p).st_mode) if os.path.lexists(p) else (r, None),
+              (0, want))
     before = os.stat(pub).st_nlink
     os.mkdir(os.path.join(pub, "more"))
     check("create", "parent's link count +1 after mkdir", ROOT,
@@ -241,6 +262,7 @@ def area_errno(d, other_fs):
     f = mk(os.path.join(e, "f"), 0o666)
     f2 = mk(os.path.join(e, "f2"), 0o666)
     mine = mk(os.path.join(e, "mine"), 0o644, (1000, 1000))
+    ro_other = mk(os.path.join(e, "ro-other"), 0o644)
     loop = os.path.join(e, "loop")
     os.symlink("loop", loop)
     sl = os.path.join(e, "sl")
@@ -308,6 +330,28 @@ def area_errno(d, other_fs):
         (ROOT, "EINVAL", "rename a directory into itself", os.rename, full,
          os.path.join(full, "sub")),
         (ROOT, "EINVAL", "rmdir of .", os.rmdir, os.path.join(full, ".")),
+        (ROOT, "ENAMETOOLONG", "a path longer than PATH_MAX", os.stat,
+         os.path.join(e, *(["d" * 200] * 25))),
+        (ROOT, "ENOENT", "a missing directory in the path", os.stat,
+         os.path.join(e, "missing", "x")),
+        (ROOT, "ELOOP", "a symlink loop as a path component", os.stat,
+         os.path.join(loop, "x")),
+        (ROOT, "EEXIST", "mkdir over a symlink", os.mkdir, sl),
+        (ROOT, "ENOTDIR", "a file with a trailing slash", os.stat, f + "/"),
+        (ROOT, "EINVAL", "truncate to a negative size", lambda: os.truncate(
+            f2, -1)),
+        (USER, 0, "utime(NULL) on another's file it may write",
+         os.utime, f),
+        (USER, 0, "truncate another's file it may write", os.truncate, f,
+         2),
+        (USER, "EACCES", "truncate a file it may not write", os.truncate,
+         ro_other, 0),
+        (USER, 0, "chown its own file to itself (a no-op)", os.chown, mine,
+         1000, 1000),
+        (USER, 0, "chown -1 -1", os.chown, mine, -1, -1),
+        (USER, "EINVAL", "ftruncate of a read-only descriptor (Linux: EINVAL)",
+         ftrunc_ro,
+         mine),
         (ROOT, "EACCES", "execute a 644 file as root", os.execv, f,
          [f]),
         (ROOT, 0, "a 255-byte name", openclose, os.path.join(e, "n" * 255),
