@@ -2643,6 +2643,18 @@ def creds_supp_group(ctx, top, owner, uid, gid, group):
              f"{y.errname()}: the caller's, as the host kernel makes them")
         if r.error == 0:
             s.release(r.entry.nodeid, r.open.fh)
+        # UNLINK, RENAME and LINK carry no group: the daemon retries an
+        # EACCES with the directory's group (the guest checked membership).
+        fn = s.lookup(node, "f").entry.nodeid
+        ln = s.link(fn, node, "f2")
+        rn = s.rename(node, "f2", node, "f3")
+        ul = s.unlink(node, "f3")
+        rd = s.rmdir(node, "d")
+        t.ok([x.error for x in (ln, rn, ul, rd)] == [0] * 4 and
+             owner("grp", "f3") is None and owner("grp", "d") is None,
+             f"creds: in that directory, LINK {ln.errname()}, RENAME "
+             f"{rn.errname()}, UNLINK {ul.errname()}, RMDIR {rd.errname()} "
+             "(want 0: FUSE sends no group with them)")
         r = s.create(node, "other", 0o644, ext=fp.ext_groups(group + 1))
         a = s.create(node, "after", 0o644)
         t.ok(r.error == -errno.EACCES and a.error == -errno.EACCES,
@@ -2700,6 +2712,10 @@ def scenario_cache(ctx):
                      f"cache {mode}: LOOKUP entry/attr timeout, GETATTR "
                      f"timeout, OPEN, CREATE and OPENDIR open_flags {got} "
                      f"(want {(tmo, tmo, tmo, fflags, fflags, dflags)})")
+                inval = bool(s.init_out.flags & fp.INIT_AUTO_INVAL_DATA)
+                t.ok(inval == (mode != "always"),
+                     f"cache {mode}: AUTO_INVAL_DATA agreed: {inval} (not "
+                     "with always: a stat must not drop a day's cache)")
         finally:
             t.ok(d.stop() == 0, f"cache {mode}: that daemon exits 0")
     with ctx.connect(init=False) as (dev, s):

@@ -765,6 +765,45 @@ static int reopen(const struct inode *i, int flags)
 })
 
 /*
+ * FUSE sends a supplementary group only with the requests that make names
+ * by mode (CREATE, MKNOD, MKDIR, SYMLINK). For UNLINK, RMDIR, RENAME and
+ * LINK the guest has checked the caller's write permission on the
+ * directories, perhaps through a supplementary group the host cannot see:
+ * if the host refuses with EACCES, the call is made once more with the
+ * directories' groups among the caller's. The owner and other classes and
+ * the sticky bit are checked as before; only the group class may change
+ * the answer.
+ */
+static bool with_dir_groups(struct req *r, const struct inode *a,
+			    const struct inode *b)
+{
+	const struct inode *dirs[2] = { a, b };
+	unsigned int k, before = r->cr.ngroups;
+	struct stat st;
+
+	if (!creds_groups())
+		return false;
+	for (k = 0; k < 2; k++) {
+		if (!dirs[k] || stat_fd(dirs[k]->fd, &st) ||
+		    st.st_gid == r->cr.gid ||
+		    r->cr.ngroups == CREDS_MAX_GROUPS ||
+		    (r->cr.ngroups && r->cr.groups[r->cr.ngroups - 1] == st.st_gid))
+			continue;
+		r->cr.groups[r->cr.ngroups++] = st.st_gid;
+	}
+	return r->cr.ngroups > before;
+}
+
+/* AS_CALLER, then again with the directories' groups after EACCES. */
+#define AS_CALLER_IN(r, a, b, call) ({					\
+	int __r = AS_CALLER(r, call);					\
+									\
+	if (__r == -EACCES && with_dir_groups(r, a, b))			\
+		__r = AS_CALLER(r, call);				\
+	__r;								\
+})
+
+/*
  * With FUSE_HANDLE_KILLPRIV_V2 the guest leaves the suid/sgid clearing on
  * write, truncate and chown to us, and stops asking for security.capability
  * before every write. The host kernel kills capabilities on our writes by
@@ -833,6 +872,13 @@ static int op_init(struct req *r)
 	out->minor = in->minor < FUSE_KERNEL_MINOR_VERSION ? in->minor :
 		     FUSE_KERNEL_MINOR_VERSION;
 	out->max_readahead = in->max_readahead;
+	/*
+	 * A day's cache means a day: with AUTO_INVAL_DATA the guest would
+	 * still drop a file's pages whenever a stat after a read (which
+	 * invalidates atime) brought a new mtime.
+	 */
+	if (cache.mode == CACHE_ALWAYS)
+		want &= ~FUSE_AUTO_INVAL_DATA;
 	out->flags = in->flags & want;
 	xa.ext = out->flags & FUSE_SETXATTR_EXT;
 	/*
@@ -1143,7 +1189,7 @@ static int remove_entry(struct req *r, int flags)
 	if (!p)
 		return -ESTALE;
 	ret = bad_name(r->name[0]) ? -EINVAL :
-	      AS_CALLER(r, unlinkat(p->fd, r->name[0], flags));
+	      AS_CALLER_IN(r, p, NULL, unlinkat(p->fd, r->name[0], flags));
 	inode_put(p);
 	return ret;
 }
@@ -1169,8 +1215,8 @@ static int do_rename(struct req *r, uint64_t newdir, uint32_t flags)
 		 flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		ret = -EINVAL;
 	else
-		ret = AS_CALLER(r, renameat2(p->fd, r->name[0], np->fd,
-					     r->name[1], flags));
+		ret = AS_CALLER_IN(r, p, np, renameat2(p->fd, r->name[0], np->fd,
+							r->name[1], flags));
 	inode_put(p);
 	inode_put(np);
 	return ret;
@@ -1205,8 +1251,8 @@ static int op_link(struct req *r)
 	} else {
 		/* As the caller: write permission, protected_hardlinks. */
 		proc_name(path, i->fd);
-		ret = AS_CALLER(r, linkat(fs.proc_fd, path, p->fd, r->name[0],
-					  AT_SYMLINK_FOLLOW));
+		ret = AS_CALLER_IN(r, p, NULL, linkat(fs.proc_fd, path, p->fd,
+						       r->name[0], AT_SYMLINK_FOLLOW));
 		if (!ret) {
 			ret = lookup_at(p->fd, r->name[0], OUT(r));
 			r->outlen = sizeof(struct fuse_entry_out);
