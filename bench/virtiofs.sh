@@ -51,5 +51,7 @@ bench_vm --cpus "$cpus" --no-disk --timeout $((1200 + reps * 4 * ${#tags[@]} * (
 	"$TOP/bench/guest/virtiofs.sh" "$runtime" "$reps" "$engine" "$iodepth" \
 	"${tags[@]}"
 bench_raw virtiofs.csv
-bench_daemon_stats virtiofs vufsd-1="$BENCH_LOG/fs-vufsd-1.stats" "$many=$BENCH_LOG/fs-$many.stats"
+stats=(vufsd-1="$BENCH_LOG/fs-vufsd-1.stats" "$many=$BENCH_LOG/fs-$many.stats")
+[[ -z $baseline ]] || stats+=(base-1="$BENCH_LOG/fs-base-1.stats" "base-$queues=$BENCH_LOG/fs-base-$queues.stats")
+bench_daemon_stats virtiofs "${stats[@]}"
 bench_done

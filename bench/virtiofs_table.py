@@ -70,12 +70,13 @@ def table(raw):
         with open(path) as f:
             daemons = json.load(f)
         out += ["", "per-queue share of the requests (vufsd, whole run; vq 0 is hiprio):"]
-        for tag in (one, many):
+        for tag in [one, many] + sorted(t for t in daemons if t.startswith("base-")):
             st = daemons[tag]
             vqs = sorted({int(k.split(".")[1]) for k in st if k.startswith("vq.")})
-            out.append("  %-9s %s  (daemon CPU %.1f s)" % (
+            nreq = sum(st["vq.%d.requests" % q] for q in vqs) or 1
+            out.append("  %-9s %s  (daemon CPU %.1f s, %.1f us per request)" % (
                 tag, " ".join("vq%d %d" % (q, st["vq.%d.requests" % q]) for q in vqs),
-                st["cpu_us"] / 1e6))
+                st["cpu_us"] / 1e6, st["cpu_us"] / nreq))
             out.append("            by opcode: " + " ".join(
                 "%s %d" % (k[3:], v) for k, v in st.items() if k.startswith("op.")))
     return out
