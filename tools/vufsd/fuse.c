@@ -138,7 +138,7 @@ void fuse_set_handles(bool on)
 /* fd's file handle if inodes are kept as handles and it has one, or NULL. */
 static struct file_handle *handle_of(int fd)
 {
-	struct file_handle *fh;
+	struct file_handle *fh, *small;
 	int mount_id;
 
 	if (!fh_mode.on)
@@ -152,7 +152,9 @@ static struct file_handle *handle_of(int fd)
 		free(fh);
 		return NULL;
 	}
-	return fh;
+	/* Kept as long as the inode: only the bytes the handle has. */
+	small = realloc(fh, sizeof(*fh) + fh->handle_bytes);
+	return small ? small : fh;
 }
 
 static bool same_handle(const struct file_handle *a,

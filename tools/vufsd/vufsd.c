@@ -651,6 +651,19 @@ static void raise_fd_limit(void)
 
 /* --seccomp, by d.seccomp. */
 static const char *const seccomp_modes[] = { "none", "log", "kill" };
+static const char *const sandbox_modes[] = { "none", "namespace", "userns" };
+static const char *const handle_modes[] = { "never", "prefer" };
+
+/* The index of s among the n names, or -1: an option's choice of words. */
+static int choice(const char *s, const char *const *names, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
 
 /* Remove the socket and the pid file, drop the lock. */
 static void unlisten(void)
@@ -752,7 +765,7 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	unsigned int i;
 	bool quit = false;
-	int c, proc_fd = -1;
+	int c, k, proc_fd = -1;
 
 	/*
 	 * Nothing inherited stays open: a directory descriptor from whoever
@@ -771,14 +784,14 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'B':
-			if (!strcmp(optarg, "namespace") || !strcmp(optarg, "none") ||
-			    !strcmp(optarg, "userns")) {
-				d.sandbox = strcmp(optarg, "none");
-				d.userns = !strcmp(optarg, "userns");
-				break;
+			k = choice(optarg, sandbox_modes, 3);
+			if (k < 0) {
+				logmsg("--sandbox %s: give namespace, userns or none", optarg);
+				return 2;
 			}
-			logmsg("--sandbox %s: give namespace, userns or none", optarg);
-			return 2;
+			d.sandbox = k != 0;
+			d.userns = k == 2;
+			break;
 		case 'U':
 		case 'G':
 			if (parse_idmap(optarg, c == 'U' ? un.uid : un.gid,
@@ -790,14 +803,11 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'C':
-			for (i = 0; i < 3; i++)
-				if (!strcmp(optarg, seccomp_modes[i]))
-					break;
-			if (i == 3) {
+			d.seccomp = choice(optarg, seccomp_modes, 3);
+			if (d.seccomp < 0) {
 				logmsg("--seccomp %s: give kill, log or none", optarg);
 				return 2;
 			}
-			d.seccomp = i;
 			break;
 		case 'D':
 			devices = true;
@@ -806,14 +816,12 @@ int main(int argc, char **argv)
 			xattr = true;
 			break;
 		case 'c':
-			for (i = 0; i < 3; i++)
-				if (!strcmp(optarg, cache_modes[i]))
-					break;
-			if (i == 3) {
+			k = choice(optarg, cache_modes, 3);
+			if (k < 0) {
 				logmsg("--cache %s: give auto, always or never", optarg);
 				return 2;
 			}
-			cache = i;
+			cache = k;
 			break;
 		case 'W':
 			writeback = true;
@@ -822,12 +830,13 @@ int main(int argc, char **argv)
 			acl = true;
 			break;
 		case 'H':
-			if (strcmp(optarg, "never") && strcmp(optarg, "prefer")) {
+			k = choice(optarg, handle_modes, 2);
+			if (k < 0) {
 				logmsg("--inode-file-handles %s: give never or prefer",
 				       optarg);
 				return 2;
 			}
-			handles = !strcmp(optarg, "prefer");
+			handles = k;
 			break;
 		case 'X':
 			if (!*optarg || nallow == MAX_XATTR_ALLOW) {
