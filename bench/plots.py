@@ -257,6 +257,34 @@ def plot_pt(raw, plots):
     return out
 
 
+# --- ptcpu --------------------------------------------------------------
+
+def plot_ptcpu(raw, plots):
+    rows = raw_csv(raw, "ptcpu.csv")
+    _, runs = group_runs(rows, ("qd", "batch", "mode"), "path",
+                         ("iops", "cpu_us_per_io", "irqs_per_io"))
+    cells = [(r["qd"], r["batch"], r["mode"]) for r in rows]
+    cells = list(dict.fromkeys(cells))
+    groups = ["QD %d/%d %s" % c for c in cells]
+    fig, ax = figure(1, 3, width=6.0)
+    bars(ax[0][0], groups, [(lab, [span(col(runs, c + (p,), 0)) for c in cells])
+                            for p, lab in PT_PATHS], "IOPS", "IOPS")
+    bars(ax[0][1], groups, [(lab, [span(col(runs, c + (p,), 1)) for c in cells])
+                            for p, lab in PT_PATHS], "submitter CPU us per I/O",
+         "guest CPU per I/O (perf task-clock)")
+    bars(ax[0][2], groups,
+         [("virtio-blk: vblk / vdX IOPS",
+           [ratio_span(runs, c + ("vblk-pt",), c + ("vblk-bdev",)) for c in cells]),
+          ("NVMe: ngXnY / nvmeXnY IOPS",
+           [ratio_span(runs, c + ("nvme-ng",), c + ("nvme-bdev",)) for c in cells])],
+         "IOPS ratio passthrough / block device", "passthrough / block device",
+         hline=1, labels="x%.2f")
+    return [(save(fig, plots, "ptcpu.png",
+                  "t/io_uring on a vCPU with a host core of its own (QD/batch, mode)",
+                  reps_note(runs) + "; ratios: " + ratio_note(runs)),
+             "ptcpu: IOPS, submitter CPU per I/O and passthrough/block-device ratios")]
+
+
 # --- vhost --------------------------------------------------------------
 
 def plot_vhost(raw, plots):
@@ -398,6 +426,7 @@ PLOTTERS = {
     "poll": plot_poll,
     "repoll": plot_repoll,
     "pt": plot_pt,
+    "ptcpu": plot_ptcpu,
     "vhost": plot_vhost,
     "bridge": plot_bridge,
     "virtiofs": plot_virtiofs,

@@ -30,6 +30,7 @@ import statsfile  # noqa: E402
 import bridge_table  # noqa: E402
 import poll_table  # noqa: E402
 import pt_table  # noqa: E402
+import ptcpu_table  # noqa: E402
 import repoll_table  # noqa: E402
 import vhost_table  # noqa: E402
 import virtiofs_table  # noqa: E402
@@ -53,6 +54,12 @@ BENCHES = {
            "QEMU's NVMe block device and generic device (/dev/ngXnY), same boot "
            "and backends, interrupt-driven and polled, paths alternated.",
            "about 10 min"),
+    "ptcpu": ("virtio-blk passthrough, guest CPU bound",
+              "fio's t/io_uring (batched, fixed buffers, registered files) on a "
+              "vCPU with a host core of its own, the virtio-blk device in a QEMU "
+              "I/O thread on the other: block device vs passthrough for virtio-blk "
+              "and NVMe, interrupt-driven and polled; IOPS and guest CPU per I/O.",
+              "about 8 min"),
     "vhost": ("vhost-blk",
               "4k random reads through /dev/vhost-blk (driven by vhost_blk_test, a "
               "userspace virtio-blk driver) and through io_uring (fio, O_DIRECT) on "
@@ -76,6 +83,7 @@ TABLES = {
     "poll": poll_table,
     "repoll": repoll_table,
     "pt": pt_table,
+    "ptcpu": ptcpu_table,
     "vhost": vhost_table,
     "bridge": bridge_table,
     "virtiofs": virtiofs_table,

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Build fio with virtio-blk passthrough support (ioengine=io_uring_cmd
 # cmd_type=vblk): Debian bookworm's fio 3.33 source plus tools/fio/*.patch,
-# into build/fio/fio. Idempotent: a stamp holds a hash of the patches and
-# the build settings, and nothing is redone while it matches and the binary
-# runs.
+# into build/fio/fio, and its t/io_uring into build/fio/io_uring.
+# Idempotent: a stamp holds a hash of the patches and the build settings,
+# and nothing is redone while it matches and the binaries are there.
 #
 # Host side effects (as root on Debian 12), each printed as "host change":
 # - when apt cannot find fio 3.33's source and no deb-src entry for bookworm
@@ -59,7 +59,7 @@ fio_key=$({
 	done
 } | sha256sum | cut -d' ' -f1)
 
-if [[ -f $STAMP && $(cat "$STAMP") == "$fio_key" ]] &&
+if [[ -f $STAMP && $(cat "$STAMP") == "$fio_key" && -x $OUT/io_uring ]] &&
 	"$OUT/fio" --version >/dev/null 2>&1; then
 	log "fio is up to date: $("$OUT/fio" --version)"
 	exit 0
@@ -302,12 +302,14 @@ export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=1
 	cat "$TREE/configure.log" >&2
 	die "fio configure failed"
 }
-make -C "$TREE" -s -j"$(nproc)" fio >"$TREE/build.log" 2>&1 || {
+make -C "$TREE" -s -j"$(nproc)" fio t/io_uring >"$TREE/build.log" 2>&1 || {
 	tail -n 50 "$TREE/build.log" >&2
 	die "fio build failed (log: $TREE/build.log)"
 }
 
 ln -sfn ../fio-src/fio/fio "$OUT/fio"
+ln -sfn ../fio-src/fio/t/io_uring "$OUT/io_uring"
 "$OUT/fio" --version >/dev/null || die "$OUT/fio does not run"
+[[ -x $OUT/io_uring ]] || die "$OUT/io_uring was not built"
 echo "$fio_key" >"$STAMP"
 log "built $OUT/fio: $("$OUT/fio" --version)"

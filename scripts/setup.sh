@@ -10,7 +10,7 @@ PKGS=(
 	build-essential bc bison flex libelf-dev libssl-dev dwarves cpio kmod
 	xz-utils rsync ccache python3 perl git
 	qemu-system-x86 qemu-utils
-	fio liburing-dev busybox-static util-linux procps
+	fio liburing-dev busybox-static util-linux procps linux-perf
 	python3-ply python3-git
 	e2fsprogs xfsprogs
 	dbench stress-ng attr

@@ -15,8 +15,18 @@
 #                          K's block node, e.g. virtio-blk and NVMe on one
 #                          file). Default: one file disk. Also: ro
 #                          (read-only), bus=nvme (an emulated NVMe
-#                          controller instead of virtio-blk).
+#                          controller instead of virtio-blk), iothread
+#                          (virtio-blk only: the device runs in an I/O
+#                          thread of its own, iotK, not in QEMU's main loop;
+#                          its block node cannot be shared with same:).
 #   --no-disk              no virtio-blk disk at all
+#   --pin                  pin QEMU's threads once it runs: vCPU k on host
+#                          CPU k (modulo the host's CPUs), every other thread
+#                          (main loop, I/O threads, workers) on the host CPUs
+#                          above the vCPUs', or, if the vCPUs take them all,
+#                          on all but vCPU 0's, so that a guest process on
+#                          vCPU 0 has a host CPU to itself; the pinning is
+#                          written to RUNDIR/pin.txt
 #   --qemu ARG             extra QEMU argument; repeatable
 #   --shared-mem           guest RAM in a shared memfd, as vhost-user devices
 #                          (vhost-user-blk-pci, vhost-user-fs-pci) need
@@ -75,7 +85,7 @@ set -euo pipefail
 flavor=guest kernel="" cpus=2 mem=2G timeout=1800 append="" rundir="" initramfs=""
 minimal=0
 modules=virtio_blk
-disks=() extra=() nodisk=0 sharedmem=0 vfs=()
+disks=() extra=() nodisk=0 sharedmem=0 vfs=() pin=0
 while (($#)); do
 	case $1 in
 	--flavor) flavor=$2; shift 2 ;;
@@ -84,6 +94,7 @@ while (($#)); do
 	--mem) mem=$2; shift 2 ;;
 	--disk) disks+=("$2"); shift 2 ;;
 	--no-disk) nodisk=1; shift ;;
+	--pin) pin=1; shift ;;
 	--qemu) extra+=("$2"); shift 2 ;;
 	--shared-mem) sharedmem=1; shift ;;
 	--virtiofs) vfs+=("$2"); sharedmem=1; shift 2 ;;
@@ -196,13 +207,13 @@ tcg) accel_args=(-accel "tcg,thread=multi" -cpu max) ;;
 *) die "VM_ACCEL must be kvm or tcg" ;;
 esac
 
-disk_args=()
+disk_args=() iot_disk=()
 i=0
 for spec in "${disks[@]}"; do
 	kind=${spec%%:*}
 	opts=""
 	[[ $spec == *:* ]] && opts=${spec#*:}
-	size=1G queues=2 aio=io_uring ro=off bus=virtio same=""
+	size=1G queues=2 aio=io_uring ro=off bus=virtio same="" iothread=""
 	IFS=, read -ra kv <<<"$opts"
 	for o in "${kv[@]}"; do
 		case $o in
@@ -212,6 +223,7 @@ for spec in "${disks[@]}"; do
 		ro) ro=on ;;
 		bus=virtio | bus=nvme) bus=${o#bus=} ;;
 		of=*) same=${o#of=} ;;
+		iothread) iothread=iot$i ;;
 		*) die "unknown disk option '$o' in '$spec'" ;;
 		esac
 	done
@@ -219,7 +231,12 @@ for spec in "${disks[@]}"; do
 	if [[ $kind == same ]]; then
 		[[ -n $same ]] || die "same needs of=K in '$spec'"
 		node=d$same
+		# A block node lives in one AioContext: QEMU aborts when a
+		# second device would move it into or out of an I/O thread.
+		[[ -z $iothread && -z ${iot_disk[$same]:-} ]] ||
+			die "a disk with iothread shares its block node with no other: '$spec'"
 	fi
+	[[ -z $iothread ]] || iot_disk[i]=1
 	# Block nodes are -blockdev, not -drive: they outlive device_del, so a
 	# test can unplug a disk and plug it back (device_add) with its data.
 	case $kind in
@@ -238,9 +255,16 @@ for spec in "${disks[@]}"; do
 	esac
 	# share-rw: a node may back two devices (same=K).
 	if [[ $bus == nvme ]]; then
+		# QEMU 7.2's NVMe controller has no iothread property.
+		[[ -z $iothread ]] || die "iothread needs a virtio-blk disk, not bus=nvme, in '$spec'"
 		disk_args+=(-device "nvme,id=vdisk$i,drive=$node,serial=vstor$i,share-rw=on")
 	else
-		disk_args+=(-device "virtio-blk-pci,id=vdisk$i,drive=$node,num-queues=$queues,serial=vstor$i,share-rw=on")
+		dev="virtio-blk-pci,id=vdisk$i,drive=$node,num-queues=$queues,serial=vstor$i,share-rw=on"
+		if [[ -n $iothread ]]; then
+			disk_args+=(-object "iothread,id=$iothread")
+			dev+=",iothread=$iothread"
+		fi
+		disk_args+=(-device "$dev")
 	fi
 	i=$((i + 1))
 done
@@ -346,10 +370,53 @@ mkfifo "$sockdir/console.in" "$sockdir/console.out"
 : >"$rundir/console.log"
 cat "$sockdir/console.out" >>"$rundir/console.log" &
 cpid=$!
+# pin_qemu (--pin): vCPU k's thread on host CPU k (modulo the CPUs), QEMU's
+# other threads on the CPUs above the vCPUs', or, when the vCPUs take them
+# all, on every CPU but vCPU 0's. Threads QEMU starts later inherit the
+# setting from their creator.
+pin_qemu() {
+	local tries=0 reply ncpu nv rest tgid k pf
+	local -a tids
+	while [[ ! -S $sockdir/qmp.sock ]] && ((tries++ < 100)); do
+		sleep 0.1
+	done
+	reply=$(echo '{"execute": "query-cpus-fast"}' | "$TOP/vm/qmp.py" "$sockdir/qmp.sock" 2>&1) || {
+		echo "query-cpus-fast: $reply" >"$rundir/pin.txt"
+		return 1
+	}
+	mapfile -t tids < <(python3 -c 'import json, sys
+for c in json.load(sys.stdin)["return"]:
+    print(c["thread-id"])' <<<"$reply")
+	ncpu=$(nproc) nv=${#tids[@]}
+	((nv)) || { echo "no vCPU threads in: $reply" >"$rundir/pin.txt"; return 1; }
+	tgid=$(awk '/^Tgid:/ { print $2 }' "/proc/${tids[0]}/status")
+	# The rest: the CPUs no vCPU has, else all but vCPU 0's (the one a
+	# benchmark runs its submitter on), else CPU 0.
+	if ((nv < ncpu)); then
+		rest=$nv-$((ncpu - 1))
+	elif ((ncpu > 1)); then
+		rest=1-$((ncpu - 1))
+	else
+		rest=0
+	fi
+	exec {pf}>"$rundir/pin.txt"
+	taskset -a -p -c "$rest" "$tgid" >/dev/null 2>&$pf || return 1
+	echo "qemu $tgid: every thread on host CPUs $rest" >&$pf
+	for k in "${!tids[@]}"; do
+		taskset -p -c $((k % ncpu)) "${tids[$k]}" >/dev/null 2>&$pf || return 1
+		echo "vCPU $k (thread ${tids[$k]}) on host CPU $((k % ncpu))" >&$pf
+	done
+	exec {pf}>&-
+}
+
 rm -rf "$rundir/qmp"
 mkdir -p "$rundir/qmp"
 timeout --foreground -k 10 "$timeout" "${qemu[@]}" </dev/null >"$rundir/qemu.log" 2>&1 &
 qpid=$!
+if ((pin)) && ! pin_qemu; then
+	echo "vm: --pin failed (see $rundir/pin.txt); stopping QEMU" >&2
+	kill -TERM $qpid 2>/dev/null
+fi
 tail -q -n +1 --pid=$qpid -f "$rundir/output" &
 tpid=$!
 # Serve the guest's QMP requests while QEMU runs.

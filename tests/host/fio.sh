@@ -10,6 +10,8 @@
 #   header, which checks every command against the uapi: each mapping
 #   (READ/WRITE, READV/WRITEV, fixed buffers, DISCARD, FLUSH, IOPOLL,
 #   SQPOLL), data verified, limits and errors.
+# - fio's t/io_uring (build/fio/io_uring) runs its passthrough mode (-u1)
+#   on the same stand-in.
 # The guest suite pt runs the same fio against the real device.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
@@ -18,9 +20,10 @@ SUITE_NEEDS=(tree fio)
 TESTS=(version enghelp missing_device other_chardev regular_file nvme_unchanged
 	uapi_copy emu_builds rw vec fixed trim trimwrite flush fdatasync hipri
 	hipri_nopoll sqpoll lbs4k lbs_bad_bs bad_offset no_discard read_only
-	max_sectors segments mixed example)
+	max_sectors segments mixed example tiou tiou_nopoll)
 
 FIO=${FIO:-$BUILD/fio/fio}
+TIOU=${TIOU:-$BUILD/fio/io_uring}
 KHDR=$KSRC/include/uapi/linux/virtio_blk_cmd.h
 FIO_TREE=${FIO_TREE:-$BUILD/fio-src/fio}
 WORK=$BUILD/fio/check
@@ -306,4 +309,39 @@ example() {
 		timeout 300 "$FIO" "$WORK/example.fio" >"$WORK/out" 2>&1)
 	ok_job $? && expect_stats "discard > 0" "flush > 0" "fixed > 0" "writev > 0" \
 		"rings_iopoll == 1" "rings_sqpoll == 1"
+}
+
+# tiou VAR=VALUE... -- T/IO_URING-ARGS...: run t/io_uring in passthrough
+# mode on the emulated device, like emu does fio.
+tiou_run() {
+	local envs=()
+	emu_ready || return
+	[[ -x $TIOU ]] || fail "no $TIOU (make fio)" || return
+	while [[ $1 != -- ]]; do
+		envs+=("$1")
+		shift
+	done
+	shift
+	rm -f "$WORK/stats"
+	env VBLK_EMU_DEV="$WORK/vda" VBLK_EMU_IMG="$WORK/img" VBLK_EMU_STATS="$WORK/stats" \
+		"${envs[@]}" LD_PRELOAD="$EMU" timeout 60 "$TIOU" -u1 -O0 "$@" "$WORK/vda" \
+		>"$WORK/out" 2>&1
+}
+
+desc_tiou="t/io_uring -u1: virtio-blk READs, fixed buffers, registered files; irq and IOPOLL; totals match"
+tiou() {
+	local p ios
+	for p in 0 1; do
+		tiou_run -- -p"$p" -d8 -s4 -c4 -r1 || { cat "$WORK/out"; fail "t/io_uring -p$p failed"; return; }
+		ios=$(sed -n 's/^Total: ios=\([0-9]*\) .*/\1/p' "$WORK/out")
+		[[ -n $ios ]] || { cat "$WORK/out"; fail "no Total line"; return; }
+		expect_stats "read == $ios" "fixed == $ios" "registered_file == $ios" "rings_iopoll == $p" \
+			"rejected == 0" "failed == 0" "overflow == 0" "rings_cqe32 == 1" "read > 100" || return
+	done
+}
+
+desc_tiou_nopoll="t/io_uring -u1 -p1 on a disk without poll queues: refused before any I/O"
+tiou_nopoll() {
+	tiou_run VBLK_EMU_FLAGS=2 -- -p1 -d8 -s4 -c4 -r1
+	failed_saying "polled I/O needs a poll queue" && expect_stats "read == 0"
 }

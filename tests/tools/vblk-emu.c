@@ -4,8 +4,8 @@
  * device, to run fio's cmd_type=vblk engine on a host without the kernel
  * that has /dev/vblk/vdX. Test tooling only.
  *
- * LD_PRELOAD it into fio (run jobs with thread=1); it stays idle in any
- * program not called fio. A seccomp user
+ * LD_PRELOAD it into fio (run jobs with thread=1) or fio's t/io_uring; it
+ * stays idle in any program not called fio or io_uring. A seccomp user
  * notification filter traps io_uring_setup, io_uring_enter,
  * io_uring_register and ioctl(VIRTBLK_IOC_GET_INFO); a supervisor thread in
  * the same process answers them. Rings are memfds laid out like io_uring's
@@ -752,8 +752,12 @@ __attribute__((constructor)) static void vblk_emu_init(void)
 	struct stat sb;
 	int fd;
 
-	/* only fio itself, not a wrapper that starts it (timeout, env) */
-	if (!dev || !img || strcmp(program_invocation_short_name, "fio"))
+	/*
+	 * only fio itself or its t/io_uring, not a wrapper that starts them
+	 * (timeout, env)
+	 */
+	if (!dev || !img || (strcmp(program_invocation_short_name, "fio") &&
+			     strcmp(program_invocation_short_name, "io_uring")))
 		return;
 	if (stat(dev, &sb) || !S_ISCHR(sb.st_mode)) {
 		fprintf(stderr, "vblk-emu: %s is not a character device\n", dev);

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Format bench/ptcpu.sh results (raw/ptcpu.csv: one row per t/io_uring run)
+into a table of means with passthrough/block-device ratios of IOPS and of
+guest CPU time per I/O.
+    ptcpu_table.py RAWDIR"""
+import sys
+
+from table_lib import group_runs, mean, ratio, raw_csv
+
+NAMES = {
+    "vblk-bdev": "virtio-blk /dev/vdX",
+    "vblk-pt": "virtio-blk /dev/vblk/vdX",
+    "nvme-bdev": "NVMe /dev/nvmeXnY",
+    "nvme-ng": "NVMe /dev/ngXnY",
+}
+PAIRS = (("vblk-pt", "vblk-bdev"), ("nvme-ng", "nvme-bdev"))
+VALUES = ("iops", "cpu_us_per_io", "irqs_per_io")
+
+
+def table(raw):
+    """The table's lines."""
+    order, runs = group_runs(raw_csv(raw, "ptcpu.csv"), ("qd", "batch", "mode"), "path", VALUES)
+    reps = len(next(iter(runs.values())))
+    out = ["t/io_uring randread 4k on vCPU 0 (a host core of its own), block device "
+           "(io_uring O_DIRECT) vs passthrough (uring_cmd), mean of %d" % reps]
+    hdr = "%2s %5s %-5s %-25s %8s %9s %8s  %s" % (
+        "QD", "batch", "mode", "path", "IOPS", "CPU us/IO", "irqs/IO",
+        "passthrough / block device")
+    out += [hdr, "-" * len(hdr)]
+    for qd, batch, mode in order:
+        key = (qd, batch, mode)
+        for ptp, bdp in PAIRS:
+            bdev, pt = runs[key + (bdp,)], runs[key + (ptp,)]
+            for path, rows in ((bdp, bdev), (ptp, pt)):
+                note = ""
+                if rows is pt:
+                    iops, per = ratio(pt, bdev, 0)
+                    cpu, cper = ratio(pt, bdev, 1)
+                    note = "IOPS x%.2f (%.2f-%.2f), CPU/IO x%.2f (%.2f-%.2f)" % (
+                        iops, per[0], per[-1], cpu, cper[0], cper[-1])
+                out.append("%2d %5d %-5s %-25s %8.0f %9.2f %8.3f  %s" % (
+                    qd, batch, mode, NAMES[path], mean(rows, 0), mean(rows, 1),
+                    mean(rows, 2), note))
+        vpt, ng = runs[key + ("vblk-pt",)], runs[key + ("nvme-ng",)]
+        out.append("%2d %5d %-5s %-25s %8s %9s %8s  virtio-blk pt / NVMe ng: IOPS x%.2f, CPU/IO x%.2f" % (
+            qd, batch, mode, "", "", "", "", mean(vpt, 0) / mean(ng, 0), mean(vpt, 1) / mean(ng, 1)))
+    out.append("(CPU us/IO: the submitter's on-CPU time (perf task-clock, interrupts while it ran included) per completed I/O; "
+               "in brackets the lowest and highest ratio of single repetitions)")
+    return out
+
+
+if __name__ == "__main__":
+    print("\n".join(table(sys.argv[1])))
