@@ -11,7 +11,7 @@ SUITE_NEEDS=(kernel tools fio)
 
 TESTS=(pt_node pt_info pt_get_id pt_cross_check pt_polled_no_irq
 	pt_segments pt_ranges pt_hostile pt_perms pt_readonly pt_concurrent
-	pt_queue_full pt_late_sqe pt_cancel pt_poll_runtime pt_fio_verify pt_fio_cross
+	pt_queue_full pt_late_sqe pt_cancel pt_exit_defer pt_poll_runtime pt_fio_verify pt_fio_cross
 	pt_fio_trim_flush pt_compat32 pt_unplug)
 
 PT=$TOOLS/vblk_pt
@@ -438,6 +438,44 @@ pt_cancel() {
 	pt -p 12 -s 8192 -l 4096 -q 8 -c 256 "$dev" write || return
 	pt -P -p 12 -s 8192 -l 4096 -q 8 -c 256 "$dev" read || return
 	quick_verify "$d" 1
+}
+
+# exit_workers_spinning: the io_uring exit workers (kworker "iou_exit")
+# that used more than half of a CPU over the last second.
+exit_workers_spinning() {
+	local pid t0 t1 busy=()
+	declare -A t
+	for pid in $(ps -eo pid,comm | awk '$2 ~ /iou_exit/ { print $1 }'); do
+		t[$pid]=$(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null)
+	done
+	sleep 1
+	for pid in "${!t[@]}"; do
+		t0=${t[$pid]} t1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null)
+		[[ -n $t0 && -n $t1 ]] && ((t1 - t0 > $(getconf CLK_TCK) / 2)) && busy+=("$pid")
+	done
+	echo "${busy[*]}"
+}
+
+desc_pt_exit_defer="IOPOLL rings set up with DEFER_TASKRUN that exit with passthrough commands in flight are torn down: no io_uring exit worker is left polling for ever (virtio-blk and NVMe)"
+pt_exit_defer() {
+	local d dev nvme i spin
+	d=$(pt_disk) || return
+	for nvme in "" -V; do
+		dev=/dev/vblk/$d
+		if [[ $nvme ]]; then
+			for dev in /dev/ng*n1; do [[ -c $dev ]] && break; done
+			[[ -c $dev ]] || fail "no NVMe generic device" || return
+		fi
+		for ((i = 0; i < 10; i++)); do
+			# shellcheck disable=SC2086 # option list
+			pt $nvme -P -T -K -q 32 -c 32 -l 4096 "$dev" read || fail "$dev: exit with I/O in flight" || return
+		done
+		sleep 1
+		spin=$(exit_workers_spinning)
+		[[ -z $spin ]] || fail "$dev: io_uring exit workers still polling: $spin" || return
+		# shellcheck disable=SC2086
+		pt $nvme -P -T -q 8 -c 256 -l 4096 "$dev" read || fail "$dev: polled reads after the exits" || return
+	done
 }
 
 desc_pt_poll_runtime="IOPOLL passthrough follows the disk's poll queues: EOPNOTSUPP at 0, polled again at 1; going to 0 under a polled job completes what is in flight"

@@ -85,6 +85,7 @@ static struct {
 	bool addr_set;
 	uint64_t addr;
 	bool quit_early;
+	bool defer_tw;
 	bool show;
 	const char *wait_file;
 	uint64_t window;
@@ -392,6 +393,7 @@ static void usage(void)
 "  -B         first iovec's base not mapped\n"
 "  -N         64-byte SQEs (no IORING_SETUP_SQE128)\n"
 "  -K         submit, then exit without waiting for completions\n"
+"  -T         ring with IORING_SETUP_DEFER_TASKRUN (and SINGLE_ISSUER)\n"
 "  -W FILE    open DEV, then wait until FILE exists before the command\n"
 " SQEs that io_uring reads after the submission returned:\n"
 "  -L         link the commands of each submission into one chain\n"
@@ -413,7 +415,7 @@ int main(int argc, char **argv)
 	int nr, fd, c, ret, failures = 0, first_bad = 0;
 	unsigned int setup;
 
-	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKvW:w:LDdZV")) != -1) {
+	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKTvW:w:LDdZV")) != -1) {
 		switch (c) {
 		case 's': o.sector = strtoull(optarg, NULL, 0); break;
 		case 'l': o.len = strtoul(optarg, NULL, 0); o.len_set = true; break;
@@ -443,6 +445,7 @@ int main(int argc, char **argv)
 		case 'B': o.unmapped_iov_base = true; break;
 		case 'N': o.sqe64 = true; break;
 		case 'K': o.quit_early = true; break;
+		case 'T': o.defer_tw = true; break;
 		case 'v': o.show = true; break;
 		case 'W': o.wait_file = optarg; break;
 		case 'w': o.window = strtoull(optarg, NULL, 0); break;
@@ -501,6 +504,8 @@ int main(int argc, char **argv)
 		setup |= IORING_SETUP_CQE32;
 	if (o.poll)
 		setup |= IORING_SETUP_IOPOLL;
+	if (o.defer_tw)
+		setup |= IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
 	ret = io_uring_queue_init(o.qd * 2, &ring, setup);
 	if (ret)
 		die("io_uring_queue_init", -ret);
