@@ -5,15 +5,9 @@ guest CPU time per I/O.
     ptcpu_table.py RAWDIR"""
 import sys
 
+from pt_table import NAMES, PAIRS
 from table_lib import group_runs, mean, ratio, raw_csv
 
-NAMES = {
-    "vblk-bdev": "virtio-blk /dev/vdX",
-    "vblk-pt": "virtio-blk /dev/vblk/vdX",
-    "nvme-bdev": "NVMe /dev/nvmeXnY",
-    "nvme-ng": "NVMe /dev/ngXnY",
-}
-PAIRS = (("vblk-pt", "vblk-bdev"), ("nvme-ng", "nvme-bdev"))
 VALUES = ("iops", "cpu_us_per_io", "irqs_per_io")
 
 

@@ -35,3 +35,12 @@ keep_file() {
 	cp "$1" "$OUT/$2"
 	echo "$2"
 }
+
+# nvme_by_serial SERIAL: the NVMe namespace (nvme0n1) with this serial.
+nvme_by_serial() {
+	local n
+	for n in /sys/block/nvme*n*; do
+		[[ $(tr -d ' ' <"$n/device/serial") == "$1" ]] && { basename "$n"; return 0; }
+	done
+	return 1
+}

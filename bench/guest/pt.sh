@@ -13,15 +13,6 @@ read -ra qds <<<"$3"
 FIO_BIN=$TOP/build/fio/fio
 export FIO_BIN
 
-# nvme_by_serial SERIAL: the NVMe namespace (nvme0n1) with this serial.
-nvme_by_serial() {
-	local n
-	for n in /sys/block/nvme*n*; do
-		[[ $(tr -d ' ' <"$n/device/serial") == "$1" ]] && { basename "$n"; return 0; }
-	done
-	return 1
-}
-
 # run BACKEND QD MODE REP PATH FILE ARGS...
 run() {
 	local backend=$1 qd=$2 mode=$3 rep=$4 path=$5 file=$6 poll=0

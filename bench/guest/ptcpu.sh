@@ -24,14 +24,6 @@ runtime=$1 reps=$2 batch=$4 perf=${5:-0}
 read -ra qds <<<"$3"
 TIOU=$TOP/build/fio/io_uring
 
-nvme_by_serial() {
-	local n
-	for n in /sys/block/nvme*n*; do
-		[[ $(tr -d ' ' <"$n/device/serial") == "$1" ]] && { basename "$n"; return 0; }
-	done
-	return 1
-}
-
 # irqs PATTERN: interrupts so far on the lines of /proc/interrupts whose
 # name matches PATTERN (the device's queues).
 irqs() {

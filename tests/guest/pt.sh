@@ -397,11 +397,7 @@ pt_late_sqe() {
 	local d dev poll flags nvme seed=73 rc=0
 	d=$(pt_disk) || return
 	for nvme in "" -V; do
-		dev=/dev/vblk/$d
-		if [[ $nvme ]]; then
-			for dev in /dev/ng*n1; do [[ -c $dev ]] && break; done
-			[[ -c $dev ]] || fail "no NVMe generic device" || return
-		fi
+		dev=$(pt_dev "$d" "$nvme") || return
 		for poll in "" -P; do
 			for flags in -L -D "-L -D" "-L -d"; do
 				# shellcheck disable=SC2086 # option lists
@@ -440,6 +436,20 @@ pt_cancel() {
 	quick_verify "$d" 1
 }
 
+# pt_dev DISK NVME: the passthrough node to test, /dev/vblk/DISK, or with
+# NVME (-V) the NVMe generic device.
+pt_dev() {
+	local dev
+	if [[ -z $2 ]]; then
+		echo "/dev/vblk/$1"
+		return
+	fi
+	for dev in /dev/ng*n1; do [[ -c $dev ]] && break; done
+	# on stderr: the caller captures stdout
+	[[ -c $dev ]] || { fail "no NVMe generic device" >&2; return 1; }
+	echo "$dev"
+}
+
 # exit_workers_spinning: the io_uring exit workers (kworker "iou_exit")
 # that used more than half of a CPU over the last second.
 exit_workers_spinning() {
@@ -461,11 +471,7 @@ pt_exit_defer() {
 	local d dev nvme i spin
 	d=$(pt_disk) || return
 	for nvme in "" -V; do
-		dev=/dev/vblk/$d
-		if [[ $nvme ]]; then
-			for dev in /dev/ng*n1; do [[ -c $dev ]] && break; done
-			[[ -c $dev ]] || fail "no NVMe generic device" || return
-		fi
+		dev=$(pt_dev "$d" "$nvme") || return
 		for ((i = 0; i < 10; i++)); do
 			# shellcheck disable=SC2086 # option list
 			pt $nvme -P -T -K -q 32 -c 32 -l 4096 "$dev" read || fail "$dev: exit with I/O in flight" || return
