@@ -72,7 +72,8 @@ sparse_at() {
 
 build_at() { # build_at N: build the guest configuration at commit N
 	local c subj start obj=$BUILD/obj-bisect
-	c=$(git -C "$KSRC" rev-list --reverse base..HEAD | sed -n "${1}p")
+	# Counted from the tip the run started at: HEAD moves as commits are built.
+	c=$(git -C "$KSRC" rev-list --reverse "base..$tip" | sed -n "${1}p")
 	[[ -n $c ]] || { echo "builds: $1: FAILED (no commit $1 in base..HEAD)"; return 1; }
 	subj=$(git -C "$KSRC" log -1 --format=%s "$c")
 	git -C "$KSRC" checkout -q "$c"
@@ -115,6 +116,7 @@ if [[ $what == build || $what == all ]]; then
 		mapfile -t list < <(seq "$(git -C "$KSRC" rev-list --count base..HEAD)")
 	fi
 	orig=$(git -C "$KSRC" symbolic-ref -q --short HEAD || git -C "$KSRC" rev-parse HEAD)
+	tip=$(git -C "$KSRC" rev-parse HEAD)
 	trap 'git -C "$KSRC" checkout -q "$orig"' EXIT
 	trap 'exit 130' INT TERM
 	export KBUILD_BUILD_TIMESTAMP="2000-01-01" KBUILD_BUILD_USER=vstor KBUILD_BUILD_HOST=vstor
