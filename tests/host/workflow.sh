@@ -21,11 +21,12 @@ series_cases() {
 	expect_eq "cases passed against the plan" "$oks" "$plan"
 }
 
-desc_cover_letters="make cover: four groups (io_uring, block, virtio-blk, vhost) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables; the io_uring fix carries Fixes: and Cc: stable"
+desc_cover_letters="make cover: a group per template in kernel/cover (io_uring, block, virtio-blk, vhost, the later io_uring fix) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables; the io_uring fixes carry Fixes:, the first Cc: stable"
 cover_letters() {
-	local dir=$BUILD/logs/workflow/cover n total=0 g
+	local dir=$BUILD/logs/workflow/cover n total=0 g t
 	"$TOP/scripts/cover-letters.sh" "$dir" || fail "cover-letters.sh failed" || return
-	for g in 1-io_uring 2-block 3-virtio-blk 4-vhost; do
+	for t in "$TOP"/kernel/cover/*.txt; do
+		g=$(basename "$t" .txt)
 		[[ -f $dir/$g/0000-cover-letter.patch ]] || fail "no cover letter for $g" || return
 		grep -q '^base-commit: [0-9a-f]\{40\}$' "$dir/$g/0000-cover-letter.patch" ||
 			fail "$g: no base-commit" || return
@@ -40,7 +41,9 @@ cover_letters() {
 	grep -q '^Fixes: 5eff57fa9f3a ' "$dir"/1-io_uring/0001-*.patch ||
 		fail "the io_uring fix has no Fixes: line" || return
 	grep -q '^Cc: stable@vger.kernel.org' "$dir"/1-io_uring/0001-*.patch ||
-		fail "the io_uring fix has no Cc: stable"
+		fail "the io_uring fix has no Cc: stable" || return
+	grep -q '^Fixes: 9ce6c9875f3e ' "$dir"/5-io_uring-iopoll/0001-*.patch ||
+		fail "the later io_uring fix has no Fixes: line"
 }
 series_count() { grep -c '^[0-9]\{4\}-.*\.patch$' "$TOP/kernel/patches/series"; }
 
