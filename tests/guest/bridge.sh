@@ -77,7 +77,7 @@ vub() {
 	((rc == 0)) || fail "vub_test.py $* exited $rc"
 }
 
-desc_br_cli="--help, and clear errors for bad options, a missing backend, a directory, too many queues, a socket path that is a file, an unknown --socket-group; the socket is mode 0600, 0660 and the group's with --socket-group"
+desc_br_cli="--help, and clear errors for bad options (--queues, --workers, --busy-poll), a missing backend, a directory, too many queues, a socket path that is a file, an unknown --socket-group; the socket is mode 0600, 0660 and the group's with --socket-group"
 br_cli() {
 	vhost_blk_load || return
 	local out rc
@@ -95,6 +95,7 @@ br_cli() {
 	expect_err 2 "--socket and --backend are required" --socket /tmp/x.sock || return
 	expect_err 2 "not a number from 1 to 128" -s /tmp/x.sock -b /dev/ram0 --queues 0 || return
 	expect_err 2 "neither per-queue nor one" -s /tmp/x.sock -b /dev/ram0 --workers 3 || return
+	expect_err 2 "--busy-poll: '-1' is not a number from 0 to 4294967295" -s /tmp/x.sock -b /dev/ram0 --busy-poll -1 || return
 	expect_err 1 "cannot open backend /nonexistent" -s /tmp/x.sock -b /nonexistent || return
 	expect_err 1 "cannot open backend /tmp: Is a directory" -s /tmp/x.sock -b /tmp || return
 	rm -f /tmp/x.fifo && mkfifo /tmp/x.fifo
@@ -135,6 +136,30 @@ br_ram_vub() {
 desc_br_io="scripted front end, brd backend, 2 queues on 2 workers: every request type, indirect, 1 MiB requests, event index on and off; vring stop/restart from GET_VRING_BASE across the index wrap; RESET_DEVICE and RESET_OWNER, idle and with I/O in flight"
 br_io() {
 	br_ram_vub br-io --expect-workers per-queue --scenario io restart reset reset-busy && br_stop
+}
+
+desc_br_busy_poll="--busy-poll 1000000, all queues on one worker: the front end's I/O, restart and reset scenarios pass, vhost-blk's handlers completed requests while polling, and the stats say so; without it they did not"
+br_busy_poll() {
+	vhost_blk_load || return
+	local q pc
+	br_start br-bp --backend /dev/ram0 --queues 2 --workers one --busy-poll 1000000 || return
+	vub --backend-size $((256 << 20)) --expect-workers one --scenario io restart reset-busy || return
+	br_stats || return
+	for q in 0 1; do
+		pc=$(br_vring $q poll_completions)
+		note "vring $q: $(br_vring $q requests) requests, $(br_vring $q kicks) kicks, $(br_vring $q poll_hits) poll hits, $pc completed while polling"
+		((pc > 0)) || fail "vring $q: no request completed while polling" || return
+	done
+	br_stop || return
+	# The same scenario without the option: nothing polls.
+	br_start br-nobp --backend /dev/ram0 --queues 2 --workers one || return
+	vub --backend-size $((256 << 20)) --scenario io || return
+	br_stats || return
+	for q in 0 1; do
+		pc=$(br_vring $q poll_completions)
+		[[ $pc == 0 ]] || fail "vring $q: $pc requests completed polling without --busy-poll" || return
+	done
+	br_stop
 }
 
 desc_br_disconnect="the front end disconnects with I/O in flight, and is SIGKILLed mid-I/O: acknowledged data survives, nothing stays in flight, the next connection is served"
@@ -382,4 +407,4 @@ br_unload() {
 	vmodprobe -r vhost_blk || fail "cannot unload vhost_blk"
 }
 
-TESTS=(br_cli br_io br_disconnect br_malformed br_readonly br_file br_failing br_nested br_vmm_kill br_unload)
+TESTS=(br_cli br_io br_busy_poll br_disconnect br_malformed br_readonly br_file br_failing br_nested br_vmm_kill br_unload)

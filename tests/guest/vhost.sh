@@ -102,12 +102,12 @@ vb_hostile() {
 	return $rc
 }
 
-desc_vb_fair="two busy vrings sharing one worker are served within 2x of each other (the device's own counters)"
-vb_fair() {
-	vhost_blk_load || return
+# fair_run ARGS...: two busy vrings on one worker (vhost_blk_test bench with
+# ARGS); fails unless the device served them within 2x of each other.
+fair_run() {
 	local out reqs
-	out=$("$VBT" --backend /dev/nullb0 --mode bench --queues 2 --workers 1 --qd 32 --time 3) ||
-		fail "bench failed: $out" || return
+	out=$("$VBT" --backend /dev/nullb0 --mode bench --queues 2 --workers 1 --time 3 "$@") ||
+		fail "bench $* failed: $out" || return
 	echo "$out"
 	# One "vring N requests R ..." line per vring, from the device's counters.
 	reqs=$(awk '/^vring [0-9]+ requests/ { print $4 }' <<<"$out")
@@ -120,12 +120,33 @@ sys.exit(0 if min(a, b) >= 0.5 * max(a, b) else 1)
 EOF
 }
 
-desc_vb_kill="owner killed with I/O in flight (SIGKILL): the process exits, nothing hangs, the module still unloads"
+desc_vb_fair="two busy vrings sharing one worker are served within 2x of each other (the device's own counters)"
+vb_fair() {
+	vhost_blk_load || return
+	fair_run --qd 32
+}
+
+desc_vb_bp="busy polling: the functional mode with every vring polling (50 units), on null_blk, 2 queues on 1 worker (the busy-poll cases run in every functional run too)"
+vb_bp() {
+	vhost_blk_load || return
+	vbt --backend /dev/nullb0 --mode functional --queues 2 --workers 1 --busy-poll 50
+}
+
+desc_vb_bp_fair="busy polling: two busy vrings sharing one worker, both polling (window 1000), are served within 2x of each other at QD1, QD1 with the driver polling too, and QD32"
+vb_bp_fair() {
+	vhost_blk_load || return
+	fair_run --qd 1 --busy-poll 1000 && fair_run --qd 1 --busy-poll 1000 --poll &&
+		fair_run --qd 32 --busy-poll 1000
+}
+
+desc_vb_kill="owner killed with I/O in flight (SIGKILL), on 1 and 2 workers, without and with busy polling (a 30 s window, QD 1 and 32): the process exits, nothing hangs, the module still unloads"
 vb_kill() {
 	vhost_blk_load || return
-	local pid i workers
-	for workers in 1 2; do
-		"$VBT" --backend "$(vb_vdisk)" --mode bench --queues 2 --workers "$workers" --qd 32 --time 30 >/dev/null 2>&1 &
+	local pid i run workers bp qd
+	for run in "1 0 32" "2 0 32" "1 30000000 1" "2 30000000 32"; do
+		read -r workers bp qd <<<"$run"
+		"$VBT" --backend "$(vb_vdisk)" --mode bench --queues 2 --workers "$workers" --qd "$qd" \
+			--busy-poll "$bp" --time 30 >/dev/null 2>&1 &
 		pid=$!
 		sleep 2
 		kill -9 $pid
@@ -133,7 +154,7 @@ vb_kill() {
 			kill -0 $pid 2>/dev/null || break
 			sleep 0.2
 		done
-		kill -0 $pid 2>/dev/null && { fail "owner still alive 10 s after SIGKILL"; return; }
+		kill -0 $pid 2>/dev/null && { fail "owner (workers $workers, busy poll $bp, QD $qd) still alive 10 s after SIGKILL"; return; }
 		wait $pid 2>/dev/null
 	done
 	# A leaked file reference (backend, module) would keep the module busy.
@@ -264,4 +285,4 @@ vb_unload() {
 	vhost_blk_load
 }
 
-TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_kill vb_wcache vb_xfs vb_unload)
+TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_bp vb_bp_fair vb_kill vb_wcache vb_xfs vb_unload)

@@ -30,6 +30,8 @@ struct vring_stats {
 	uint64_t discards;
 	uint64_t kicks;
 	uint64_t inflight;
+	uint64_t poll_hits;
+	uint64_t poll_completions;
 	unsigned int worker_id;
 };
 
@@ -57,6 +59,7 @@ struct bridge {
 	bool readonly;
 	bool verbose;
 	unsigned int seg_max;
+	unsigned int busy_poll;		/* vhost-blk's busy-polling window, 0: off */
 	char serial[VHOST_BLK_SERIAL_BYTES];
 
 	/* The backing device or file. */

@@ -84,6 +84,8 @@ void stats_add(struct vring_stats *t,
 	t->flushes += s->flushes;
 	t->discards += s->discards;
 	t->kicks += s->kicks;
+	t->poll_hits += s->poll_hits;
+	t->poll_completions += s->poll_completions;
 }
 
 /*
@@ -106,6 +108,8 @@ int kernel_stats(const struct bridge *b, struct vring_stats *st,
 		{ "discards", offsetof(struct vring_stats, discards) },
 		{ "kicks", offsetof(struct vring_stats, kicks) },
 		{ "inflight", offsetof(struct vring_stats, inflight) },
+		{ "poll-hits", offsetof(struct vring_stats, poll_hits) },
+		{ "poll-completions", offsetof(struct vring_stats, poll_completions) },
 	};
 	char path[64], line[256], key[32];
 	unsigned long long v;
@@ -229,6 +233,9 @@ static int kernel_ring(struct bridge *b, unsigned int i, bool new_worker,
 		goto fail;
 	f.fd = r->err;
 	if (ioctl(b->vfd, VHOST_SET_VRING_ERR, &f))
+		goto fail;
+	st.num = b->busy_poll;
+	if (st.num && ioctl(b->vfd, VHOST_SET_VRING_BUSYLOOP_TIMEOUT, &st))
 		goto fail;
 	r->programmed = true;
 	r->worker = worker;

@@ -134,7 +134,8 @@ static void write_stats(struct bridge *b)
 		}
 		fprintf(f, "vring %u requests %llu errors %llu read_bytes %llu"
 			" write_bytes %llu flushes %llu discards %llu kicks %llu"
-			" inflight %llu worker %u running %d\n", i,
+			" inflight %llu worker %u running %d poll_hits %llu"
+			" poll_completions %llu\n", i,
 			(unsigned long long)t.requests,
 			(unsigned long long)t.errors,
 			(unsigned long long)t.read_bytes,
@@ -143,7 +144,8 @@ static void write_stats(struct bridge *b)
 			(unsigned long long)t.discards,
 			(unsigned long long)t.kicks,
 			(unsigned long long)t.inflight, t.worker_id,
-			r->programmed);
+			r->programmed, (unsigned long long)t.poll_hits,
+			(unsigned long long)t.poll_completions);
 	}
 	if (fclose(f) || rename(tmp, b->stats_path))
 		logmsg("cannot write %s: %m", b->stats_path);
@@ -525,6 +527,9 @@ static void usage(FILE *f)
 "      --serial STR      what the guest reads as the disk's serial (20 bytes)\n"
 "      --seg-max N       segments per request the guest may use (default 126:\n"
 "                        must be at most the vring size minus 2)\n"
+"      --busy-poll US    vhost-blk's workers busy-poll each vring for up to US\n"
+"                        units of 1024 ns after it runs dry, instead of waiting\n"
+"                        for the guest's next kick (default 0: off)\n"
 "      --stats FILE      write counters to FILE on SIGUSR1 and at each\n"
 "                        disconnect (messages, CPU time, vhost-blk's per-vring\n"
 "                        counters)\n"
@@ -562,6 +567,7 @@ int main(int argc, char **argv)
 		{ "readonly", no_argument, NULL, 'r' },
 		{ "serial", required_argument, NULL, 'S' },
 		{ "seg-max", required_argument, NULL, 'm' },
+		{ "busy-poll", required_argument, NULL, 'P' },
 		{ "stats", required_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -623,6 +629,10 @@ int main(int argc, char **argv)
 			break;
 		case 'm':
 			if (parse_uint(optarg, 1, 32766, "--seg-max", &b->seg_max))
+				return 2;
+			break;
+		case 'P':
+			if (parse_uint(optarg, 0, UINT32_MAX, "--busy-poll", &b->busy_poll))
 				return 2;
 			break;
 		case 't':
