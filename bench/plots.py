@@ -287,19 +287,27 @@ def plot_ptcpu(raw, plots):
 
 # --- vhost --------------------------------------------------------------
 
+VHOST_PATHS = (("io_uring", "io_uring (fio, O_DIRECT)"), ("vhost-blk", "vhost-blk (vhost_blk_test)"),
+               ("vhost-blk-bp", "vhost-blk, workers busy-poll"),
+               ("vhost-blk-bp-poll", "vhost-blk busy-polling, driver polling"))
+
+
 def plot_vhost(raw, plots):
     rows = raw_csv(raw, "vhost.csv")
+    have = set(uniq(rows, "path"))
+    cpu_cols = tuple(c for c in ("worker_cpu_us", "driver_cpu_us") if rows and c in rows[0])
     _, runs = group_runs(rows, ("backend", "qd", "queues", "workers"), "path",
-                         ("iops", "lat_mean_us", "lat_p99_us"))
+                         ("iops", "lat_mean_us", "lat_p99_us") + cpu_cols)
     backends, qds = uniq(rows, "backend"), sorted(uniq(rows, "qd"))
     layouts = list(dict.fromkeys((r["queues"], r["workers"]) for r in rows))
     lnames = ["%d queue%s\n%d worker%s" % (q, "s" if q > 1 else "", w, "s" if w > 1 else "")
               for q, w in layouts]
-    paths = (("io_uring", "io_uring (fio, O_DIRECT)"), ("vhost-blk", "vhost-blk (vhost_blk_test)"))
+    paths = [(p, lab) for p, lab in VHOST_PATHS if p in have]
+    vpaths = [(p, lab) for p, lab in paths if p != "io_uring"]
     out = []
     for name, i, ylabel, what in (("vhost-iops.png", 0, "IOPS", "IOPS"),
                                   ("vhost-latency.png", 1, "mean latency (us)", "mean latency")):
-        fig, ax = figure(len(qds), len(backends))
+        fig, ax = figure(len(qds), len(backends), width=6.5)
         for r, q in enumerate(qds):
             for c, b in enumerate(backends):
                 markers = None
@@ -313,18 +321,31 @@ def plot_vhost(raw, plots):
         out.append((save(fig, plots, name, "4k random reads: io_uring vs vhost-blk, same device",
                          reps_note(runs)),
                     "vhost: %s by queue depth, queues and workers" % what))
-    fig, ax = figure(1, len(backends), width=6.5)
+    fig, ax = figure(len(backends), 1, width=max(6.5, 0.9 * len(qds) * len(layouts)))
     cells = [(q,) + lw for q in qds for lw in layouts]
-    for c, b in enumerate(backends):
-        bars(ax[0][c], ["QD %d\n%dq %dw" % cell for cell in cells],
-             [("IOPS vhost-blk / io_uring",
-               [ratio_span(runs, (b,) + cell + ("vhost-blk",), (b,) + cell + ("io_uring",), 0) for cell in cells]),
-              ("mean latency vhost-blk / io_uring",
-               [ratio_span(runs, (b,) + cell + ("vhost-blk",), (b,) + cell + ("io_uring",), 1) for cell in cells])],
-             "ratio vhost-blk / io_uring", "%s (q: queues, w: vhost workers)" % b,
+    for r, b in enumerate(backends):
+        bars(ax[r][0], ["QD %d\n%dq %dw" % cell for cell in cells],
+             [("IOPS %s / io_uring" % p,
+               [ratio_span(runs, (b,) + cell + (p,), (b,) + cell + ("io_uring",), 0) for cell in cells])
+              for p, _ in vpaths],
+             "IOPS ratio to io_uring", "%s (q: queues, w: vhost workers)" % b,
              hline=1, labels="x%.2f")
-    out.append((save(fig, plots, "vhost-ratio.png", "vhost-blk / io_uring", ratio_note(runs)),
-                "vhost: vhost-blk/io_uring ratios with their range over repetitions"))
+    out.append((save(fig, plots, "vhost-ratio.png", "vhost-blk / io_uring IOPS", ratio_note(runs)),
+                "vhost: vhost-blk/io_uring IOPS ratios, each way of running vhost-blk, with their "
+                "range over repetitions"))
+    if len(cpu_cols) == 2:
+        fig, ax = figure(len(backends), 2, width=max(5.2, 0.6 * len(qds) * len(layouts)))
+        for r, b in enumerate(backends):
+            for c, (i, who) in enumerate(((3, "vhost workers"), (4, "driver threads"))):
+                bars(ax[r][c], ["QD %d\n%dq %dw" % cell for cell in cells],
+                     [(lab, [span(col(runs, (b,) + cell + (p,), i)) for cell in cells])
+                      for p, lab in vpaths],
+                     "CPU us per request", "%s: CPU of the %s" % (b, who))
+        out.append((save(fig, plots, "vhost-cpu.png",
+                         "CPU time per request: vhost workers and vhost_blk_test's driver threads",
+                         reps_note(runs)),
+                    "vhost: CPU per request of the vhost workers and of the driver, with and "
+                    "without busy polling"))
     return out
 
 

@@ -64,8 +64,10 @@ BENCHES = {
               "4k random reads through /dev/vhost-blk (driven by vhost_blk_test, a "
               "userspace virtio-blk driver) and through io_uring (fio, O_DIRECT) on "
               "the same device (null_blk, brd), by queue depth, queues and vhost "
-              "workers.",
-              "about 7 min"),
+              "workers; vhost-blk as it is, with its workers busy-polling the vrings, "
+              "and busy-polling with the driver polling too, with the CPU time of "
+              "workers and driver per request.",
+              "about 25 min"),
     "bridge": ("vhost-user-blk bridge (nested guest)",
                "A second-level guest's disk served three ways on one brd device in "
                "the first-level guest: the vhost-user-blk bridge handing the data "

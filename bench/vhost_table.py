@@ -1,32 +1,62 @@
 #!/usr/bin/env python3
 """Format bench/vhost.sh results (raw/vhost.csv: one row per run) into a
-table of means with vhost-blk / io_uring ratios.
+table of means with vhost-blk / io_uring ratios, one line per way of
+running vhost-blk (as it is, busy-polling, busy-polling with the driver
+polling too), with the CPU time each costs per request.
     vhost_table.py RAWDIR"""
+import math
 import sys
 
 from table_lib import group_runs, mean, ratio, raw_csv
 
 KEYS = ("backend", "qd", "queues", "workers")
 VALUES = ("iops", "lat_mean_us", "lat_p99_us")
+# Columns of runs made since busy polling was added (nan for io_uring).
+EXTRA = ("worker_cpu_us", "driver_cpu_us", "kicks_per_io", "poll_hits_per_io", "fairness")
+PATHS = ("vhost-blk", "vhost-blk-bp", "vhost-blk-bp-poll")
+PATH_NOTES = {"vhost-blk": "as it is",
+              "vhost-blk-bp": "workers busy-poll",
+              "vhost-blk-bp-poll": "workers busy-poll, driver polls the used ring"}
+
+
+def fmt(v, f):
+    return "-" if v != v else f % v
 
 
 def table(raw):
     """The table's lines."""
-    order, runs = group_runs(raw_csv(raw, "vhost.csv"), KEYS, "path", VALUES)
+    rows = raw_csv(raw, "vhost.csv")
+    extra = tuple(c for c in EXTRA if rows and c in rows[0])
+    order, runs = group_runs(rows, KEYS, "path", VALUES + extra)
     reps = len(next(iter(runs.values())))
+    col = {name: i for i, name in enumerate(VALUES + extra)}
     out = ["4k random reads, same boot and backing device, mean of %d runs" % reps]
-    hdr = "%-8s %3s %6s %7s | %9s %8s | %9s %8s | %s" % (
-        "backend", "QD", "queues", "workers", "io_uring", "mean us",
-        "vhost-blk", "mean us", "vhost-blk / io_uring")
+    hdr = "%-8s %3s %2s %2s %-18s | %8s %8s | %-26s | %7s %7s %6s %5s" % (
+        "backend", "QD", "q", "w", "path", "IOPS", "mean us", "IOPS / io_uring (range)",
+        "wrk us", "drv us", "kick/IO", "fair")
     out += [hdr, "-" * len(hdr)]
     for key in order:
-        u, v = runs[key + ("io_uring",)], runs[key + ("vhost-blk",)]
-        iops, per = ratio(v, u, 0)
-        out.append("%-8s %3d %6d %7d | %9.0f %8.1f | %9.0f %8.1f | IOPS x%.2f (%.2f-%.2f), mean lat x%.2f" % (
-            key + (mean(u, 0), mean(u, 1), mean(v, 0), mean(v, 1),
-                   iops, per[0], per[-1], ratio(v, u, 1)[0])))
-    out.append("(workers apply to vhost-blk only; io_uring runs one fio job per queue;"
-               " in brackets the lowest and highest ratio of single repetitions)")
+        u = runs[key + ("io_uring",)]
+        out.append("%-8s %3d %2d %2d %-18s | %8.0f %8.1f | %-26s |" % (
+            key + ("io_uring", mean(u, 0), mean(u, 1), "")))
+        for p in PATHS:
+            v = runs.get(key + (p,))
+            if not v:
+                continue
+            iops, per = ratio(v, u, 0)
+            cpu = [mean(v, col[c]) if c in col else math.nan
+                   for c in ("worker_cpu_us", "driver_cpu_us", "kicks_per_io", "fairness")]
+            out.append("%-8s %3s %2s %2s %-18s | %8.0f %8.1f | %-26s | %7s %7s %6s %5s" % (
+                "", "", "", "", p, mean(v, 0), mean(v, 1),
+                "x%.2f (%.2f-%.2f)" % (iops, per[0], per[-1]),
+                fmt(cpu[0], "%.1f"), fmt(cpu[1], "%.1f"), fmt(cpu[2], "%.3f"),
+                fmt(cpu[3], "%.2f") if key[2] > 1 else "-"))
+    out.append("(q: queues, w: vhost workers, which apply to vhost-blk only; io_uring runs one "
+               "fio job per queue. Ranges: lowest and highest ratio of single repetitions.")
+    out.append(" wrk us / drv us: CPU time of the vhost workers / of vhost_blk_test's driver "
+               "threads per request; kick/IO: runs of the vring handler (the device's kicks counter) per request;")
+    out.append(" fair: requests of the least served vring over the most served one's. Paths: " +
+               "; ".join("%s: %s" % (p, PATH_NOTES[p]) for p in PATHS) + ")")
     return out
 
 
