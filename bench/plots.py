@@ -349,6 +349,29 @@ def plot_vhost(raw, plots):
     return out
 
 
+VFSLAT_DEVICES = ("vufsd-1", "vufsd-2", "vufsd-4", "vufsd-2t4", "virtiofsd")
+
+
+def plot_vfslat(raw, plots):
+    rows = raw_csv(raw, "vfslat.csv")
+    _, runs = group_runs(rows, ("cpus", "workload"), "device", ("iops", "lat_mean_us"))
+    cpus, works = sorted(uniq(rows, "cpus")), uniq(rows, "workload")
+    devs = [d for d in VFSLAT_DEVICES if d in set(uniq(rows, "device"))]
+    fig, ax = figure(len(cpus), 2, width=7)
+    for r, c in enumerate(cpus):
+        bars(ax[r][0], works, [(d, [span(col(runs, (c, w, d), 0)) for w in works]) for d in devs],
+             "IOPS (meta: rounds/s)", "%d vCPUs: throughput" % c)
+        bars(ax[r][1], works,
+             [(d, [ratio_span(runs, (c, w, d), (c, w, "vufsd-1"), 0) for w in works])
+              for d in devs if d != "vufsd-1"],
+             "ratio to vufsd-1", "%d vCPUs: IOPS / vufsd with 1 queue" % c, hline=1,
+             labels="x%.2f")
+    return [(save(fig, plots, "vfslat.png",
+                  "virtio-fs where the back end waits (shares on the host's disk)",
+                  reps_note(runs) + "; ratios: " + ratio_note(runs)),
+             "vfslat: latency-bound workloads by device and vCPU count, with ratios to one queue")]
+
+
 # --- bridge -------------------------------------------------------------
 
 BRIDGE_DISKS = (("bridge", "bridge + vhost-blk"), ("qemu", "QEMU virtio-blk"),
@@ -451,6 +474,7 @@ PLOTTERS = {
     "vhost": plot_vhost,
     "bridge": plot_bridge,
     "virtiofs": plot_virtiofs,
+    "vfslat": plot_vfslat,
 }
 
 

@@ -33,6 +33,7 @@ import pt_table  # noqa: E402
 import ptcpu_table  # noqa: E402
 import repoll_table  # noqa: E402
 import vhost_table  # noqa: E402
+import vfslat_table  # noqa: E402
 import virtiofs_table  # noqa: E402
 
 # name: (title, what it measures, run time at the defaults on the 2-core
@@ -80,6 +81,12 @@ BENCHES = {
                  "sequential 256k and random 4k reads and writes, devices rotated; "
                  "the daemon's per-queue counters.",
                  "about 6 min"),
+    "vfslat": ("virtio-fs where the back end waits",
+               "Shares on the host's disk: O_SYNC and fsync'd 4k writes, 4k reads "
+               "with the host's page cache dropped, small-file create/stat/unlink; "
+               "vufsd with 1, 2 and 4 request queues and with 4 workers per queue, "
+               "beside QEMU's virtiofsd; 2 and 4 vCPUs; vufsd's table-mutex waits.",
+               "about 25 min"),
 }
 TABLES = {
     "poll": poll_table,
@@ -89,6 +96,7 @@ TABLES = {
     "vhost": vhost_table,
     "bridge": bridge_table,
     "virtiofs": virtiofs_table,
+    "vfslat": vfslat_table,
 }
 # Raw files of each benchmark besides raw/NAME.csv.
 RAW = {

@@ -1061,6 +1061,15 @@ def scenario_queues(ctx):
         got = {k: v for k, v in got.items() if v}
         t.ok(got == dict(sent), f"queues: per-opcode counters moved by "
              f"{got}, want {dict(sent)}")
+        # The table mutex: every request that names an inode takes it.
+        lb, la = before.get("lock", {}), after.get("lock", {})
+        dl = {k: la.get(k, 0) - lb.get(k, 0)
+              for k in ("acquired", "contended", "wait_us")}
+        t.ok(set(la) == {"acquired", "contended", "wait_us"} and
+             dl["acquired"] >= len(reqs) and
+             0 <= dl["contended"] <= dl["acquired"] and dl["wait_us"] >= 0,
+             f"queues: table-lock counters moved by {dl} (acquired >= "
+             f"{len(reqs)}, contended within it)")
         ctx.expect("queues: RELEASE", s.release(node, fh))
 
 

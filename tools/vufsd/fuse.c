@@ -115,6 +115,52 @@ static struct {
 	bool initialised;
 } fs = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/*
+ * How the workers share fs.lock, for the stats file: acquisitions, those
+ * that found it held, and the time those waited. Updated under the lock.
+ */
+static struct {
+	uint64_t acquired;
+	uint64_t contended;
+	uint64_t wait_ns;
+} lockstat;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* fs.lock, timed only when another worker holds it (trylock first). */
+static void table_lock(void)
+{
+	uint64_t t;
+
+	if (pthread_mutex_trylock(&fs.lock)) {
+		t = mono_ns();
+		pthread_mutex_lock(&fs.lock);
+		__atomic_store_n(&lockstat.wait_ns, lockstat.wait_ns + mono_ns() - t,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&lockstat.contended, lockstat.contended + 1,
+				 __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&lockstat.acquired, lockstat.acquired + 1, __ATOMIC_RELAXED);
+}
+
+static void table_unlock(void)
+{
+	pthread_mutex_unlock(&fs.lock);
+}
+
+void fuse_lock_stats(uint64_t *acquired, uint64_t *contended, uint64_t *wait_ns)
+{
+	*acquired = __atomic_load_n(&lockstat.acquired, __ATOMIC_RELAXED);
+	*contended = __atomic_load_n(&lockstat.contended, __ATOMIC_RELAXED);
+	*wait_ns = __atomic_load_n(&lockstat.wait_ns, __ATOMIC_RELAXED);
+}
+
 /* MKNOD may make block and character devices (--allow-devices). */
 static bool devices;
 
@@ -261,7 +307,7 @@ static void inode_put(struct inode *i)
 {
 	if (!i)
 		return;
-	pthread_mutex_lock(&fs.lock);
+	table_lock();
 	if (--i->refs == 0) {
 		inode_free_locked(i);
 	} else if (i->refs == 1 && i->nlookup && i->fh && i->fd >= 0) {
@@ -269,7 +315,7 @@ static void inode_put(struct inode *i)
 		close(i->fd);
 		i->fd = -1;
 	}
-	pthread_mutex_unlock(&fs.lock);
+	table_unlock();
 }
 
 /* Opens a handle-kept inode for the requests now holding it; 0 or -errno. */
@@ -279,12 +325,12 @@ static int inode_open(struct inode *i)
 
 	if (fd < 0)
 		return -errno;
-	pthread_mutex_lock(&fs.lock);
+	table_lock();
 	if (i->fd < 0) {
 		i->fd = fd;
 		fd = -1;
 	}
-	pthread_mutex_unlock(&fs.lock);
+	table_unlock();
 	if (fd >= 0)
 		close(fd);	/* another request opened it meanwhile */
 	return 0;
@@ -299,7 +345,7 @@ static struct inode *inode_get(uint64_t nodeid)
 	struct inode *i;
 	bool closed;
 
-	pthread_mutex_lock(&fs.lock);
+	table_lock();
 	if (nodeid == FUSE_ROOT_ID)
 		i = fs.root;
 	else
@@ -309,7 +355,7 @@ static struct inode *inode_get(uint64_t nodeid)
 	if (i)
 		i->refs++;
 	closed = i && i->fd < 0;
-	pthread_mutex_unlock(&fs.lock);
+	table_unlock();
 	if (closed && inode_open(i)) {
 		inode_put(i);
 		return NULL;
@@ -342,7 +388,7 @@ static void forget_one(uint64_t nodeid, uint64_t n)
 
 	if (nodeid == FUSE_ROOT_ID)
 		return;
-	pthread_mutex_lock(&fs.lock);
+	table_lock();
 	for (i = fs.by_id[hash64(nodeid)]; i; i = i->next_id)
 		if (i->nodeid == nodeid)
 			break;
@@ -352,7 +398,7 @@ static void forget_one(uint64_t nodeid, uint64_t n)
 		else
 			i->nlookup -= n;
 	}
-	pthread_mutex_unlock(&fs.lock);
+	table_unlock();
 }
 
 static void fill_attr(struct fuse_attr *a, const struct stat *st)
@@ -401,7 +447,7 @@ static int entry_from_fd(int fd, struct fuse_entry_out *e)
 	}
 	fh = handle_of(fd);
 	k = key_hash(st.st_dev, st.st_ino);
-	pthread_mutex_lock(&fs.lock);
+	table_lock();
 	for (i = fs.by_key[k]; i; i = i->next_key)
 		if (inode_is(i, &st, fh))
 			break;
@@ -412,7 +458,7 @@ static int entry_from_fd(int fd, struct fuse_entry_out *e)
 	} else {
 		i = calloc(1, sizeof(*i));
 		if (!i) {
-			pthread_mutex_unlock(&fs.lock);
+			table_unlock();
 			close(fd);
 			free(fh);
 			return -ENOMEM;
@@ -436,7 +482,7 @@ static int entry_from_fd(int fd, struct fuse_entry_out *e)
 	}
 	memset(e, 0, sizeof(*e));
 	e->nodeid = i->nodeid;
-	pthread_mutex_unlock(&fs.lock);
+	table_unlock();
 	e->entry_valid = e->attr_valid = cache_timeout();
 	fill_attr(&e->attr, &st);
 	return 0;
@@ -453,18 +499,18 @@ static bool entry_known(const struct stat *st, struct fuse_entry_out *e)
 	unsigned int k = key_hash(st->st_dev, st->st_ino);
 	struct inode *i;
 
-	pthread_mutex_lock(&fs.lock);
+	table_lock();
 	for (i = fs.by_key[k]; i; i = i->next_key)
 		if (inode_is(i, st, NULL))
 			break;
 	if (!i) {
-		pthread_mutex_unlock(&fs.lock);
+		table_unlock();
 		return false;
 	}
 	i->nlookup++;
 	memset(e, 0, sizeof(*e));
 	e->nodeid = i->nodeid;
-	pthread_mutex_unlock(&fs.lock);
+	table_unlock();
 	e->entry_valid = e->attr_valid = cache_timeout();
 	fill_attr(&e->attr, st);
 	return true;
@@ -492,7 +538,7 @@ static uint64_t handle_new(int fd, DIR *dir, uint64_t nodeid)
 	uint32_t slot;
 	uint64_t fh = 0;
 
-	pthread_mutex_lock(&fs.lock);
+	table_lock();
 	if (fs.nfree) {
 		slot = fs.free_slots[--fs.nfree];
 	} else {
@@ -529,7 +575,7 @@ static uint64_t handle_new(int fd, DIR *dir, uint64_t nodeid)
 	fs.nhandles++;
 	fh = (uint64_t)h->gen << 32 | slot;
 out:
-	pthread_mutex_unlock(&fs.lock);
+	table_unlock();
 	return fh;
 }
 
@@ -564,11 +610,11 @@ static struct handle *handle_get(uint64_t fh)
 {
 	struct handle *h;
 
-	pthread_mutex_lock(&fs.lock);
+	table_lock();
 	h = handle_lookup_locked(fh);
 	if (h)
 		h->refs++;
-	pthread_mutex_unlock(&fs.lock);
+	table_unlock();
 	return h;
 }
 
@@ -576,22 +622,22 @@ static void handle_put(struct handle *h)
 {
 	if (!h)
 		return;
-	pthread_mutex_lock(&fs.lock);
+	table_lock();
 	handle_put_locked(h);
-	pthread_mutex_unlock(&fs.lock);
+	table_unlock();
 }
 
 static int handle_release(uint64_t fh)
 {
 	struct handle *h;
 
-	pthread_mutex_lock(&fs.lock);
+	table_lock();
 	h = handle_lookup_locked(fh);
 	if (h) {
 		h->open = false;
 		handle_put_locked(h);
 	}
-	pthread_mutex_unlock(&fs.lock);
+	table_unlock();
 	return h ? 0 : -EBADF;
 }
 
@@ -600,7 +646,7 @@ void fuse_reset(void)
 	unsigned int b;
 	uint32_t s;
 
-	pthread_mutex_lock(&fs.lock);
+	table_lock();
 	for (b = 0; b < NBUCKETS; b++)
 		while (fs.by_id[b])
 			inode_unhash_locked(fs.by_id[b]);
@@ -613,15 +659,15 @@ void fuse_reset(void)
 			handle_put_locked(fs.handles[s]);
 		}
 	__atomic_store_n(&fs.initialised, false, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&fs.lock);
+	table_unlock();
 }
 
 void fuse_counts(uint64_t *inodes, uint64_t *handles)
 {
-	pthread_mutex_lock(&fs.lock);
+	table_lock();
 	*inodes = fs.ninodes;
 	*handles = fs.nhandles;
-	pthread_mutex_unlock(&fs.lock);
+	table_unlock();
 }
 
 /*

@@ -51,6 +51,8 @@ void fuse_serve(void *ctx, const struct chain *ch, struct chain_result *res);
 /* Forgets every inode and closes every file: the guest has gone. */
 void fuse_reset(void);
 void fuse_counts(uint64_t *inodes, uint64_t *handles);
+/* The inode and file table mutex: acquisitions, contended ones, their wait. */
+void fuse_lock_stats(uint64_t *acquired, uint64_t *contended, uint64_t *wait_ns);
 /* Calls fn for every opcode served so far, with its count. */
 void fuse_op_counts(void (*fn)(const char *name, uint64_t n, void *arg),
 		    void *arg);

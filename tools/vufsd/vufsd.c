@@ -143,7 +143,7 @@ static void stats_op(const char *name, uint64_t n, void *arg)
 static void write_stats(void)
 {
 	char buf[8192];
-	uint64_t inodes, handles;
+	uint64_t inodes, handles, lk_acq, lk_cont, lk_ns;
 	struct rusage ru;
 	size_t len;
 	unsigned int i;
@@ -151,16 +151,19 @@ static void write_stats(void)
 	if (d.stats_fd < 0)
 		return;
 	fuse_counts(&inodes, &handles);
+	fuse_lock_stats(&lk_acq, &lk_cont, &lk_ns);
 	getrusage(RUSAGE_SELF, &ru);
 	len = snprintf(buf, sizeof(buf),
 		       "seq %" PRIu64 "\npid %d\nconnections %" PRIu64
 		       "\nconnected %d\nmessages %" PRIu64 "\nrefused %" PRIu64
 		       "\nqueues %u\ninodes %" PRIu64 "\nhandles %" PRIu64
-		       "\ncpu_us %" PRIu64 "\n",
+		       "\ncpu_us %" PRIu64 "\nlock acquired %" PRIu64
+		       "\nlock contended %" PRIu64 "\nlock wait_us %" PRIu64 "\n",
 		       ++d.seq, (int)d.pid, d.connections, d.conn_fd >= 0,
 		       d.messages, d.refused, d.nvrings, inodes, handles,
 		       (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
-		       ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+		       ru.ru_utime.tv_usec + ru.ru_stime.tv_usec,
+		       lk_acq, lk_cont, lk_ns / 1000);
 	for (i = 0; i < d.nvrings && len < sizeof(buf) - 256; i++) {
 		const struct vq_stats *s = &d.rings[i].stats, *p = &d.past[i];
 
