@@ -42,8 +42,10 @@ devs=(--virtiofs "tag=vufsd-1,queues=1" --virtiofs "tag=vufsd-2,queues=2"
 # The cache dropper: the guest writes a token to RUNDIR/drop.req; this
 # flushes and drops the host's page cache of every file in RUNDIR/fs-*/
 # and answers with the token in RUNDIR/drop.done.
+# Run in the background, it is python itself (exec), so that $! can stop
+# it, and it holds no descriptor of the benchmark's output.
 dropper() {
-	/usr/bin/python3 - "$1" <<'PY'
+	exec /usr/bin/python3 - "$1" >/dev/null 2>&1 <<'PY'
 import os, sys, time
 run = sys.argv[1]
 req, done = os.path.join(run, "drop.req"), os.path.join(run, "drop.done")
