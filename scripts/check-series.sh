@@ -89,6 +89,7 @@ build_at() { # build_at N: build the guest configuration at commit N
 		# The kernel is the parent's, built by the check of the patch
 		# before; what the patch changes in tools/virtio is compiled here
 		# against its own uapi headers.
+		mkdir -p "$obj"
 		for f in $(git -C "$KSRC" diff-tree --no-commit-id --name-only -r "$c" -- 'tools/virtio/*.c'); do
 			f=$(basename "$f" .c)
 			rm -rf "$obj/tools"
