@@ -68,7 +68,7 @@ BENCHES = {
               "workers; vhost-blk as it is, with its workers busy-polling the vrings, "
               "and busy-polling with the driver polling too, with the CPU time of "
               "workers and driver per request.",
-              "about 25 min"),
+              "about 18 min"),
     "bridge": ("vhost-user-blk bridge (nested guest)",
                "A second-level guest's disk served three ways on one brd device in "
                "the first-level guest: the vhost-user-blk bridge handing the data "
@@ -86,7 +86,7 @@ BENCHES = {
                "with the host's page cache dropped, small-file create/stat/unlink; "
                "vufsd with 1, 2 and 4 request queues and with 4 workers per queue, "
                "beside QEMU's virtiofsd; 2 and 4 vCPUs; vufsd's table-mutex waits.",
-               "about 25 min"),
+               "about 16 min"),
 }
 TABLES = {
     "poll": poll_table,
