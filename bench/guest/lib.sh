@@ -36,6 +36,22 @@ keep_file() {
 	echo "$2"
 }
 
+# vfs_mount TAG DIR: mount the virtio-fs device TAG on DIR and keep a line
+# with its request queues and their CPUs for the report.
+vfs_mount() {
+	local tag=$1 sys="" d q line
+	mkdir -p "$2"
+	mount -t virtiofs "$tag" "$2" || return
+	for d in /sys/fs/virtiofs/*/; do
+		[[ $(cat "$d/tag") == "$tag" ]] && sys=$d
+	done
+	line=$(printf '== %-9s request queues:' "$tag")
+	for q in "$sys"mqs/*; do
+		[[ $(cat "$q/name") == requests.* ]] && line+=$(printf ' %s [%s]' "$(cat "$q/name")" "$(cat "$q/cpu_list")")
+	done
+	info "$line"
+}
+
 # nvme_by_serial SERIAL: the NVMe namespace (nvme0n1) with this serial.
 nvme_by_serial() {
 	local n

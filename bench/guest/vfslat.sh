@@ -14,17 +14,7 @@ n=$(nproc)
 FSMETA=$TOOLS/fsmeta
 
 for tag in "${tags[@]}"; do
-	mkdir -p "/tmp/vl/$tag"
-	mount -t virtiofs "$tag" "/tmp/vl/$tag"
-	sys=""
-	for d in /sys/fs/virtiofs/*/; do
-		[[ $(cat "$d/tag") == "$tag" ]] && sys=$d
-	done
-	line=$(printf '== %-9s request queues:' "$tag")
-	for q in "$sys"mqs/*; do
-		[[ $(cat "$q/name") == requests.* ]] && line+=$(printf ' %s [%s]' "$(cat "$q/name")" "$(cat "$q/cpu_list")")
-	done
-	info "$line"
+	vfs_mount "$tag" "/tmp/vl/$tag"
 	# The read jobs' files, laid out once (on the host's disk).
 	fio_json /tmp/lay.json --name=vl --directory="/tmp/vl/$tag" --numjobs="$jobs" \
 		--rw=write --bs=1M --size=16M --direct=1 --ioengine=psync

@@ -11,17 +11,7 @@ shift 4
 tags=("$@")
 n=$(nproc)
 for tag in "${tags[@]}"; do
-	mkdir -p "/tmp/vb/$tag"
-	mount -t virtiofs "$tag" "/tmp/vb/$tag"
-	sys=""
-	for d in /sys/fs/virtiofs/*/; do
-		[[ $(cat "$d/tag") == "$tag" ]] && sys=$d
-	done
-	line=$(printf '== %-9s request queues:' "$tag")
-	for q in "$sys"mqs/*; do
-		[[ $(cat "$q/name") == requests.* ]] && line+=$(printf ' %s [%s]' "$(cat "$q/name")" "$(cat "$q/cpu_list")")
-	done
-	info "$line"
+	vfs_mount "$tag" "/tmp/vb/$tag"
 	# Lay the files out once: the read jobs find them in place.
 	fio_json /tmp/lay.json --name=vb --directory="/tmp/vb/$tag" --numjobs="$n" \
 		--rw=write --bs=1M --size=64M --direct=1 --ioengine=psync
