@@ -97,8 +97,26 @@ series_export() {
 	) >"$1/series"
 }
 
+# series_placeless FILE: a patch without what depends on the base it was
+# exported from rather than on the change: the blob names of "index" lines
+# and the line numbers of hunk headers. A new Debian point release of the base
+# changes both in patches that still apply as they are.
+series_placeless() {
+	awk '/^diff --git / { body = 1 }
+		body && /^index [0-9a-f]+\.\.[0-9a-f]+/ { next }
+		body && /^@@ -[0-9]+(,[0-9]+)? \+[0-9]+(,[0-9]+)? @@/ {
+			sub(/^@@ -[0-9]+(,[0-9]+)? \+[0-9]+(,[0-9]+)? @@/, "@@ @@") }
+		{ print }' "$1"
+}
+
+# series_same A B: the patches A and B make the same change with the same
+# message, wherever in the base their hunks land.
+series_same() {
+	cmp -s <(series_placeless "$1") <(series_placeless "$2")
+}
+
 # series_prefix_commit: when the tree's first commits export to exactly the
-# series (names and contents; any later commits are local work), print the
+# series (names and changes, series_same; any later commits are local work), print the
 # commit that ends the series; fail otherwise.
 series_prefix_commit() {
 	local tmp n m i ok=1
@@ -110,7 +128,7 @@ series_prefix_commit() {
 	n=${#want[@]} m=${#have[@]}
 	((n <= m && (n > 0 || m == 0))) || ok=0
 	for ((i = 0; ok && i < n; i++)); do
-		[[ ${want[i]} == "${have[i]}" ]] && cmp -s "$PATCHES/${want[i]}" "$tmp/${have[i]}" || ok=0
+		[[ ${want[i]} == "${have[i]}" ]] && series_same "$PATCHES/${want[i]}" "$tmp/${have[i]}" || ok=0
 	done
 	rm -rf "$tmp"
 	((ok)) || return 1

@@ -162,8 +162,38 @@ series_export "$out"
 series_merge "$PATCHES" "$out" >"$out/series.merged"
 mv "$out/series.merged" "$out/series"
 
+# check_export: kernel/patches holds what the export in $out holds, file for
+# file; a patch may land elsewhere in the base (series_same). Prints the
+# differences, and the patches that only moved.
+check_export() {
+	local f name bad=0
+	local -a moved=()
+	if ! diff -u "$PATCHES/series" "$out/series" >&2; then bad=1; fi
+	for f in "$PATCHES"/*.patch "$out"/*.patch; do
+		[[ -e $f ]] || continue
+		name=${f##*/}
+		[[ $f == "$out/"* && -e $PATCHES/$name ]] && continue
+		if [[ ! -e $PATCHES/$name || ! -e $out/$name ]]; then
+			echo "only in ${f%/*}: $name" >&2
+			bad=1
+		elif cmp -s "$PATCHES/$name" "$out/$name"; then
+			:
+		elif series_same "$PATCHES/$name" "$out/$name"; then
+			moved+=("$name")
+		else
+			diff -u --label "kernel/patches/$name" --label "export/$name" \
+				<(series_placeless "$PATCHES/$name") <(series_placeless "$out/$name") >&2
+			bad=1
+		fi
+	done
+	((bad == 0)) || return 1
+	if ((${#moved[@]})); then
+		log "${#moved[@]} patch(es) apply unchanged at other places in this base ($(base_version)): only their index lines or hunk line numbers differ; refresh.sh updates them: ${moved[*]}"
+	fi
+}
+
 if [[ $mode == check ]]; then
-	if diff -ru --exclude=README "$PATCHES" "$out" >&2; then
+	if check_export; then
 		log "kernel/patches matches $KSRC"
 		exit 0
 	fi

@@ -9,7 +9,7 @@ SUITE_ORDER=25
 SUITE_NEEDS=(deps kernel)
 TESTS=(series_cases cover_letters debug_info)
 
-desc_series_cases="fresh prepare, round trip, a pull with and without local work, stale refresh refused, series comments kept across renames, additions and removals"
+desc_series_cases="fresh prepare, round trip, a pull with and without local work, stale refresh refused, series comments kept across renames, additions and removals, a new base release that moves hunks"
 series_cases() {
 	local out rc=0 plan oks
 	out=$("$TOP/tests/tools/series-workflow.sh" 2>&1) || rc=$?

@@ -57,7 +57,9 @@ mkbase() {
 	printf '%s\n' '*.o' '# Debian packaging: ignore everything' '/*' >"$d/.gitignore"
 	echo "fake kernel" >"$d/README"
 	printf 'int a;\n' >"$d/drivers/a.c"
-	printf 'int a2;\n' >"$d/drivers/a2.c"
+	# a2.c is long enough that a patch appending to it does not start at
+	# its first line, so a new base release can move that hunk.
+	printf 'int a2;\nint a2_1;\nint a2_2;\nint a2_3;\n' >"$d/drivers/a2.c"
 	printf 'int b;\n' >"$d/drivers/b.c"
 	tar -C "$scratch/src" -cJf "$BASE_TARBALL" linux-source-6.12
 	mkdir -p "$PATCHES"
@@ -97,7 +99,7 @@ pull() { rm -rf "$PATCHES" && cp -a "$1" "$PATCHES"; } # a git pull bringing $1
 
 CASES=(fresh roundtrip wip pull_clean pull_work refresh_stale follow_advice
 	holds_new legacy force rename_subject add_renumber add_end remove_head
-	replace remove_group)
+	replace remove_group base_moved)
 
 desc_fresh="prepare: a fresh tree holds the series and records it"
 t_fresh() {
@@ -353,6 +355,32 @@ t_remove_group() {
 		# (end)
 	EOF
 	expect "series as expected" series_is "$scratch/want" && round_trip full
+}
+
+desc_base_moved="a new base release that moves a patch's hunk: refresh --check passes, naming the patch; refresh updates it; a changed patch still fails the check"
+t_base_moved() {
+	local d=$scratch/src/linux-source-6.12 before=$scratch/before-move
+	sed -i '1i /* new in this release */' "$d/drivers/a2.c" || return 1
+	tar -C "$scratch/src" -cJf "$BASE_TARBALL" linux-source-6.12 || return 1
+	run prepare.sh --force
+	expect "the series applies to the new base" rc_is 0 || return 1
+	run refresh.sh --check
+	expect "refresh --check passes" rc_is 0 &&
+		expect "it names the moved patch" out_has "apply unchanged at other places.*0002-poll-warn" || return 1
+	rm -rf "$before" && cp -a "$PATCHES" "$before"
+	run refresh.sh
+	expect "refresh succeeds" rc_is 0 &&
+		expect "it rewrote the moved patch" bash -c "! cmp -s '$before/'0002-*.patch '$PATCHES/'0002-*.patch" &&
+		expect "with the new line numbers" grep -q '^@@ -3,3 +3,4 @@' "$PATCHES/"0002-*.patch || return 1
+	run refresh.sh --check
+	expect "refresh --check passes after it" rc_is 0 &&
+		expect "and names nothing" bash -c "! grep -q 'other places' '$OUT'" || return 1
+	# A change to what a patch does is still a difference.
+	echo 'int b_more;' >>"$KSRC/drivers/b.c"
+	tree commit -q -a --amend --no-edit || return 1
+	run refresh.sh --check
+	expect "refresh --check fails on a changed patch" rc_is 1 &&
+		expect "and shows the change" out_has '^\+\+int b_more;'
 }
 
 echo "KTAP version 1"
