@@ -39,24 +39,88 @@ devs=(--virtiofs "tag=vufsd-1,queues=1" --virtiofs "tag=vufsd-2,queues=2"
 	--virtiofs "tag=vufsd-4,queues=4" --virtiofs "tag=vufsd-2t4,queues=2,threads=4"
 	--virtiofs "tag=virtiofsd,daemon=virtiofsd")
 
-# The cache dropper: the guest writes a token to RUNDIR/drop.req; this
-# flushes and drops the host's page cache of every file in RUNDIR/fs-*/
-# and answers with the token in RUNDIR/drop.done.
+# The host helper, for requests the guest writes into its run directory:
+# - RUNDIR/drop.req, a token: flush and drop the host's page cache of every
+#   file in RUNDIR/fs-*/, answer with the token in RUNDIR/drop.done;
+# - RUNDIR/mark.req, "TOKEN LABEL": append to RUNDIR/host-cpu.jsonl the
+#   host's CPU time so far (/proc/stat) and that of every thread of QEMU
+#   and of each virtio-fs daemon (schedstat, ns; a daemon is known by the
+#   socket on its command line), answer with the token in RUNDIR/mark.done.
+#   The guest marks the start and the end of every run.
 # Run in the background, it is python itself (exec), so that $! can stop
 # it, and it holds no descriptor of the benchmark's output.
 dropper() {
 	exec /usr/bin/python3 - "$1" >/dev/null 2>&1 <<'PY'
-import os, sys, time
+import json, os, re, sys, time
 run = sys.argv[1]
 req, done = os.path.join(run, "drop.req"), os.path.join(run, "drop.done")
+mreq, mdone = os.path.join(run, "mark.req"), os.path.join(run, "mark.done")
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def threads(pid):
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            comm = open("/proc/%d/task/%s/comm" % (pid, tid)).read().strip()
+            ns = int(open("/proc/%d/task/%s/schedstat" % (pid, tid)).read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        out["%s/%s" % (comm, tid)] = ns
+    return out
+
+
+def snapshot(label):
+    cpu = open("/proc/stat").readline().split()[1:]
+    snap = {"label": label, "mono_ns": time.monotonic_ns(),
+            "stat_ns": [int(v) * 10**9 // HZ for v in cpu], "qemu": {}, "daemons": {}}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            argv = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")
+        except OSError:
+            continue
+        line = b" ".join(argv).decode(errors="replace")
+        if run not in line:
+            continue
+        name = os.path.basename(argv[0].decode(errors="replace"))
+        try:
+            if name.startswith("qemu-system"):
+                snap["qemu"].update(threads(int(pid)))
+            else:
+                m = re.search(r"fs-([^/ ]+)\.sock", line)
+                if m:
+                    snap["daemons"].setdefault(m.group(1), {}).update(threads(int(pid)))
+        except OSError:
+            continue
+    with open(os.path.join(run, "host-cpu.jsonl"), "a") as f:
+        f.write(json.dumps(snap) + "\n")
+
+
+def answer(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.rename(path + ".tmp", path)
+
+
 while True:
+    try:
+        m = open(mreq).read().split(None, 1)
+    except FileNotFoundError:
+        m = None
+    if m and len(m) == 2:
+        snapshot(m[1].strip())
+        os.unlink(mreq)
+        answer(mdone, m[0] + "\n")
+        continue
     try:
         token = open(req).read().strip()
     except FileNotFoundError:
-        time.sleep(0.05)
+        time.sleep(0.02)
         continue
     if not token:
-        time.sleep(0.05)
+        time.sleep(0.02)
         continue
     files = 0
     for d in os.listdir(run):
@@ -75,16 +139,51 @@ while True:
                 finally:
                     os.close(fd)
     os.unlink(req)
-    with open(done + ".tmp", "w") as f:
-        f.write("%s %d\n" % (token, files))
-    os.rename(done + ".tmp", done)
+    answer(done, "%s %d\n" % (token, files))
 PY
 }
+
+# The host's disk alone: the same data workloads straight on a directory of
+# the same file system with 1, 2 and 4 fio jobs. One vufsd worker keeps one
+# request at a time in flight on the host, N workers keep N, so the ratio of
+# 2 jobs to 1 here bounds what 2 request queues can gain over 1.
+host_ceiling() {
+	local dir=$BENCH_LOG/host-dir w j r args out
+	mkdir -p "$dir"
+	echo "workload,jobs,rep,iops,lat_mean_us" >"$BENCH_DIR/raw/vfslat-host.csv"
+	log "the host's disk alone: syncwrite, fsyncwrite, coldread with 1, 2 and 4 jobs, $reps repetitions"
+	fio --name=lay --directory="$dir" --numjobs=4 --rw=write --bs=1M --size=16M \
+		--direct=1 --ioengine=psync >/dev/null
+	for ((r = 1; r <= reps; r++)); do
+		for w in syncwrite fsyncwrite coldread; do
+			case $w in
+			syncwrite) args=(--rw=randwrite --direct=1 --sync=1) ;;
+			fsyncwrite) args=(--rw=randwrite --fsync=1) ;;
+			coldread) args=(--rw=randread --direct=1) ;;
+			esac
+			for j in 1 2 4; do
+				out=$BENCH_LOG/host-$w-$j-$r.json
+				fio --name=lay --directory="$dir" --numjobs="$j" --size=16M --ioengine=psync \
+					--time_based --runtime="$runtime" --ramp_time=1 --group_reporting \
+					--bs=4k "${args[@]}" --output-format=json --output="$out" >/dev/null
+				/usr/bin/python3 - "$out" "$w" "$j" "$r" >>"$BENCH_DIR/raw/vfslat-host.csv" <<'PY'
+import json, sys
+out, w, j, r = sys.argv[1:]
+job = json.load(open(out))["jobs"][0]
+d = job["read" if w == "coldread" else "write"]
+print("%s,%s,%s,%d,%.1f" % (w, j, r, d["iops"], d["lat_ns"]["mean"] / 1000))
+PY
+			done
+		done
+	done
+	rm -rf "$dir"
+}
+host_ceiling
 
 for c in "${cpuset[@]}"; do
 	log=$BENCH_LOG/cpus$c
 	mkdir -p "$log"
-	rm -f "$log/drop.req" "$log/drop.done"
+	rm -f "$log/drop.req" "$log/drop.done" "$log/mark.req" "$log/mark.done" "$log/host-cpu.jsonl"
 	dropper "$log" &
 	dpid=$!
 	rc=0
@@ -97,7 +196,10 @@ for c in "${cpuset[@]}"; do
 	((rc == 0)) || bench_fail "the guest with $c vCPUs failed (vm.sh exit $rc)" "$rc"
 	# The test files are not results.
 	rm -rf "$log"/fs-*/ "$log"/*.sock "$log"/qmp "$log"/modroot "$log"/modules
+	[[ -e $log/host-cpu.jsonl ]] || bench_fail "the guest with $c vCPUs left no host CPU marks"
 done
+/usr/bin/python3 "$TOP/bench/vfslat_table.py" --host-cpu "$BENCH_DIR/raw" \
+	"${cpuset[@]/#/$BENCH_LOG/cpus}" || bench_fail "no host CPU table"
 first=1
 for c in "${cpuset[@]}"; do
 	f=$BENCH_LOG/cpus$c/vfslat.csv

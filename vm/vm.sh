@@ -18,7 +18,15 @@
 #                          controller instead of virtio-blk), iothread
 #                          (virtio-blk only: the device runs in an I/O
 #                          thread of its own, iotK, not in QEMU's main loop;
-#                          its block node cannot be shared with same:).
+#                          its block node cannot be shared with same:),
+#                          qsize=N (virtio-blk virtqueue size, QEMU's
+#                          queue-size; default 256), noindirect (virtio-blk
+#                          without indirect descriptors: each request then
+#                          takes three or more ring entries, and a ring
+#                          fills before the disk's tags run out),
+#                          errsector=S (file disks: QEMU's blkdebug fails
+#                          every read and write that touches 512-byte
+#                          sector S with EIO; the device reports IOERR).
 #   --no-disk              no virtio-blk disk at all
 #   --pin                  pin QEMU's threads once it runs: vCPU k on host
 #                          CPU k (modulo the host's CPUs), every other thread
@@ -213,7 +221,7 @@ for spec in "${disks[@]}"; do
 	kind=${spec%%:*}
 	opts=""
 	[[ $spec == *:* ]] && opts=${spec#*:}
-	size=1G queues=2 aio=io_uring ro=off bus=virtio same="" iothread=""
+	size=1G queues=2 aio=io_uring ro=off bus=virtio same="" iothread="" qsize="" noindirect="" errsector=""
 	IFS=, read -ra kv <<<"$opts"
 	for o in "${kv[@]}"; do
 		case $o in
@@ -224,6 +232,9 @@ for spec in "${disks[@]}"; do
 		bus=virtio | bus=nvme) bus=${o#bus=} ;;
 		of=*) same=${o#of=} ;;
 		iothread) iothread=iot$i ;;
+		qsize=*) qsize=${o#qsize=} ;;
+		noindirect) noindirect=1 ;;
+		errsector=*) errsector=${o#errsector=} ;;
 		*) die "unknown disk option '$o' in '$spec'" ;;
 		esac
 	done
@@ -243,10 +254,18 @@ for spec in "${disks[@]}"; do
 	file)
 		img=$rundir/disk$i.img
 		truncate -s "$size" "$img"
-		disk_args+=(-blockdev "driver=file,node-name=f$i,filename=$img,aio=$aio,cache.direct=on,read-only=$ro"
-			-blockdev "driver=raw,node-name=d$i,file=f$i,read-only=$ro")
+		disk_args+=(-blockdev "driver=file,node-name=f$i,filename=$img,aio=$aio,cache.direct=on,read-only=$ro")
+		proto=f$i
+		if [[ -n $errsector ]]; then
+			[[ $errsector =~ ^[0-9]+$ ]] || die "errsector takes a sector number, not '$errsector'"
+			# blkdebug's error rules only come as JSON.
+			disk_args+=(-blockdev "{\"driver\":\"blkdebug\",\"node-name\":\"e$i\",\"image\":\"f$i\",\"inject-error\":[{\"event\":\"read_aio\",\"errno\":5,\"sector\":$errsector,\"once\":false},{\"event\":\"write_aio\",\"errno\":5,\"sector\":$errsector,\"once\":false}]}")
+			proto=e$i
+		fi
+		disk_args+=(-blockdev "driver=raw,node-name=d$i,file=$proto,read-only=$ro")
 		;;
 	null)
+		[[ -z $errsector ]] || die "errsector needs a file disk, in '$spec'"
 		bytes=$(numfmt --from=iec "$size")
 		disk_args+=(-blockdev "driver=null-co,node-name=d$i,size=$bytes,read-zeroes=on,read-only=$ro")
 		;;
@@ -257,9 +276,12 @@ for spec in "${disks[@]}"; do
 	if [[ $bus == nvme ]]; then
 		# QEMU 7.2's NVMe controller has no iothread property.
 		[[ -z $iothread ]] || die "iothread needs a virtio-blk disk, not bus=nvme, in '$spec'"
+		[[ -z $qsize$noindirect ]] || die "qsize and noindirect need a virtio-blk disk, not bus=nvme, in '$spec'"
 		disk_args+=(-device "nvme,id=vdisk$i,drive=$node,serial=vstor$i,share-rw=on")
 	else
 		dev="virtio-blk-pci,id=vdisk$i,drive=$node,num-queues=$queues,serial=vstor$i,share-rw=on"
+		[[ -z $qsize ]] || dev+=",queue-size=$qsize"
+		[[ -z $noindirect ]] || dev+=",indirect_desc=off"
 		if [[ -n $iothread ]]; then
 			disk_args+=(-object "iothread,id=$iothread")
 			dev+=",iothread=$iothread"

@@ -63,6 +63,20 @@ drop_host_cache() {
 	return 1
 }
 
+# mark_host LABEL: have the host's helper record its CPU counters (and its
+# QEMU's and daemons' threads') under LABEL, and wait until it has.
+mark_host() {
+	local token=$RANDOM$RANDOM i
+	rm -f /run/vstor/mark.done
+	echo "$token $1" >/run/vstor/mark.req
+	for ((i = 0; i < 300; i++)); do
+		[[ $(cat /run/vstor/mark.done 2>/dev/null) == "$token" ]] && return 0
+		sleep 0.02
+	done
+	echo "the host did not record mark $1 within 6 s" >&2
+	return 1
+}
+
 common=(--numjobs="$jobs" --size=16M --ioengine=psync --time_based --runtime="$runtime"
 	--ramp_time=1 --group_reporting --bs=4k)
 csv_open vfslat.csv cpus,workload,device,rep,iops,lat_mean_us,lock_acquired,lock_contended,lock_wait_us,output
@@ -74,6 +88,7 @@ for ((r = 0; r < reps; r++)); do
 			id=$w-$tag-$((r + 1))
 			[[ $w == coldread ]] && drop_host_cache
 			read -r a0 c0 w0 <<<"$(lock_counters "$tag")"
+			mark_host "start:$id"
 			case $w in
 			syncwrite | fsyncwrite | coldread)
 				case $w in
@@ -94,6 +109,7 @@ for ((r = 0; r < reps; r++)); do
 				kept=$(keep_file /tmp/l.txt "fsmeta/$id.txt")
 				;;
 			esac
+			mark_host "end:$id"
 			read -r a1 c1 w1 <<<"$(lock_counters "$tag")"
 			if [[ $a0 == nan ]]; then
 				lk=nan,nan,nan
