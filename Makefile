@@ -16,7 +16,7 @@ help:
 	@echo "make tools         build vufsd, vhost-blk-bridge and the test programs into build/tools"
 	@echo "make fio           fio 3.33 with virtio-blk passthrough (cmd_type=vblk) into build/fio/fio"
 	@echo "make check         checkpatch --strict on every patch, a build and sparse at every patch"
-	@echo "make cover         the series as three postable groups with cover letters, in build/cover"
+	@echo "make cover         the series as postable groups (one per kernel/cover template) with cover letters, in build/cover"
 	@echo "make clean         remove build outputs (keeps build/linux, build/results and fio)"
 	@echo "tests/run.sh --list shows every test; Documentation/writing-tests.md explains them"
 

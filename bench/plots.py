@@ -466,6 +466,30 @@ def plot_virtiofs(raw, plots):
     return out
 
 
+# --- irqbatch -----------------------------------------------------------
+
+def plot_irqbatch(raw, plots):
+    rows = raw_csv(raw, "irqbatch.csv")
+    _, runs = group_runs(rows, ("qd",), "batch", ("iops", "lat_mean_us", "cpu_us_per_io"))
+    qds = uniq(rows, "qd")
+    groups = ["QD%d" % q for q in qds]
+    fig, ax = figure(1, 3, width=4.6)
+    bars(ax[0][0], groups, [(lab, [span(col(runs, (q, b), 0)) for q in qds])
+                            for b, lab in ((0, "irq_batch=0"), (1, "irq_batch=1"))],
+         "IOPS (all disks)", "throughput", log=True)
+    bars(ax[0][1], groups, [(lab, [span(col(runs, (q, b), 2)) for q in qds])
+                            for b, lab in ((0, "irq_batch=0"), (1, "irq_batch=1"))],
+         "fio CPU us per I/O", "CPU per I/O")
+    bars(ax[0][2], groups,
+         [("IOPS", [ratio_span(runs, (q, 1), (q, 0), 0) for q in qds]),
+          ("mean latency", [ratio_span(runs, (q, 1), (q, 0), 1) for q in qds])],
+         "batch on / off", "ratios", hline=1, labels="x%.2f")
+    return [(save(fig, plots, "irqbatch.png",
+                  "virtio-blk completion batching on the interrupt path, on and off in one boot",
+                  reps_note(runs) + "; ratios: " + ratio_note(runs)),
+             "irqbatch: interrupt-driven IOPS, CPU per I/O and on/off ratios by queue depth")]
+
+
 PLOTTERS = {
     "poll": plot_poll,
     "repoll": plot_repoll,
@@ -475,6 +499,7 @@ PLOTTERS = {
     "bridge": plot_bridge,
     "virtiofs": plot_virtiofs,
     "vfslat": plot_vfslat,
+    "irqbatch": plot_irqbatch,
 }
 
 

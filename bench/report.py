@@ -34,6 +34,7 @@ import ptcpu_table  # noqa: E402
 import repoll_table  # noqa: E402
 import vhost_table  # noqa: E402
 import vfslat_table  # noqa: E402
+import irqbatch_table  # noqa: E402
 import virtiofs_table  # noqa: E402
 
 # name: (title, what it measures, run time at the defaults on the 2-core
@@ -87,6 +88,13 @@ BENCHES = {
                "vufsd with 1, 2 and 4 request queues and with 4 workers per queue, "
                "beside QEMU's virtiofsd; 2 and 4 vCPUs; vufsd's table-mutex waits.",
                "about 16 min"),
+    "irqbatch": ("virtio-blk completion batching on the interrupt path",
+                 "virtio_blk.irq_batch off and on in one boot: fio io_uring 4k random "
+                 "reads on several two-queue disks at once by queue depth, with "
+                 "interrupts and CPU per I/O; then a soak of fio rounds at QD128 on "
+                 "disks whose rings fill before their tags run out, watching for a "
+                 "job that never finishes.",
+                 "about 10 min"),
 }
 TABLES = {
     "poll": poll_table,
@@ -97,12 +105,15 @@ TABLES = {
     "bridge": bridge_table,
     "virtiofs": virtiofs_table,
     "vfslat": vfslat_table,
+    "irqbatch": irqbatch_table,
 }
 # Raw files of each benchmark besides raw/NAME.csv.
 RAW = {
     "repoll": ["repoll-changes.csv", "repoll-io.csv"],
     "bridge": ["bridge.csv", "bridge-daemons.json", "bridge-queues.csv"],
     "virtiofs": ["virtiofs.csv", "virtiofs-daemons.json", "virtiofs-queues.csv"],
+    "vfslat": ["vfslat.csv", "vfslat-host.csv", "vfslat-hostcpu.csv"],
+    "irqbatch": ["irqbatch.csv", "irqbatch-soak.csv"],
 }
 
 

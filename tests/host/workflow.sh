@@ -21,7 +21,7 @@ series_cases() {
 	expect_eq "cases passed against the plan" "$oks" "$plan"
 }
 
-desc_cover_letters="make cover: a group per template in kernel/cover (io_uring, block, virtio-blk, vhost, the later io_uring fix) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables; the io_uring fixes carry Fixes:, the first Cc: stable"
+desc_cover_letters="make cover: a group per template in kernel/cover (io_uring, block, virtio-blk, vhost, the later io_uring fix, interrupt-path batching) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables; the io_uring fixes and the blk-mq batch fix carry Fixes:, the first io_uring fix and the blk-mq fix Cc: stable"
 cover_letters() {
 	local dir=$BUILD/logs/workflow/cover n total=0 g t
 	"$TOP/scripts/cover-letters.sh" "$dir" || fail "cover-letters.sh failed" || return
@@ -43,7 +43,13 @@ cover_letters() {
 	grep -q '^Cc: stable@vger.kernel.org' "$dir"/1-io_uring/0001-*.patch ||
 		fail "the io_uring fix has no Cc: stable" || return
 	grep -q '^Fixes: 9ce6c9875f3e ' "$dir"/5-io_uring-iopoll/0001-*.patch ||
-		fail "the later io_uring fix has no Fixes: line"
+		fail "the later io_uring fix has no Fixes: line" || return
+	grep -q '^Fixes: f794f3351f26 ' "$dir"/6-irq-batching/0001-*.patch ||
+		fail "the blk-mq batch fix has no Fixes: line" || return
+	grep -q '^Cc: stable@vger.kernel.org' "$dir"/6-irq-batching/0001-*.patch ||
+		fail "the blk-mq batch fix has no Cc: stable" || return
+	grep -q '^| ' "$dir/6-irq-batching/0000-cover-letter.patch" ||
+		fail "the batching cover letter quotes no results table"
 }
 series_count() { grep -c '^[0-9]\{4\}-.*\.patch$' "$TOP/kernel/patches/series"; }
 
