@@ -373,7 +373,9 @@ if ((sharedmem)); then
 	machine=(-object "memory-backend-memfd,id=mem,size=$mem,share=on"
 		-machine "pc,memory-backend=mem")
 fi
-qemu=(qemu-system-x86_64 "${machine[@]}" "${accel_args[@]}" -smp "$cpus" -m "$mem"
+# debug-threads: QEMU names its threads ("CPU 0/TCG", "IO iot0", ...), so
+# that a benchmark can tell the vCPUs' CPU time from the rest.
+qemu=(qemu-system-x86_64 -name "vstor,debug-threads=on" "${machine[@]}" "${accel_args[@]}" -smp "$cpus" -m "$mem"
 	"${minimal_args[@]}" -display none -no-reboot -monitor none -serial "pipe:$sockdir/console"
 	-qmp "unix:$sockdir/qmp.sock,server=on,wait=off"
 	-kernel "$kernel" -append "$cmdline"

@@ -11,10 +11,12 @@
 #     --qd N            iodepth per job (default 128)
 #     --jobs N          jobs per disk, each pinned to a CPU of its own in
 #                       turn (default: the number of CPUs)
-#     --engines "E..."  fio engines, one per round in turn (default
-#                       "libaio io_uring")
-#     --affinity "A..." rq_affinity values, in turn (default "1 0 2")
-#     --sched "S..."    I/O schedulers, in turn (default "none mq-deadline")
+#     --engines "E..."  fio engines (default "libaio io_uring")
+#     --affinity "A..." rq_affinity values (default "1 0 2")
+#     --sched "S..."    I/O schedulers (default "none mq-deadline"); the
+#                       rounds go through every combination of the three:
+#                       the engine changes every round, the scheduler
+#                       after each engine, rq_affinity after each pair
 #     --hipri 0|1       polled I/O (io_uring rounds only; default 0)
 #     --rw MODE         fio rw (default randread)
 #     --out DIR         where the rounds' output and hang dumps go
@@ -99,9 +101,12 @@ dispatch_summary() {
 
 hangs=0 recovered=0 r=0 lost=0
 for ((r = 1; r <= rounds; r++)); do
-	eng=${E[(r - 1) % ${#E[@]}]}
-	aff=${A[(r - 1) % ${#A[@]}]}
-	sch=${S[(r - 1) % ${#S[@]}]}
+	# Every combination in turn: the engine changes every round, the
+	# scheduler every engine cycle, rq_affinity every scheduler cycle.
+	i=$((r - 1))
+	eng=${E[i % ${#E[@]}]}
+	sch=${S[(i / ${#E[@]}) % ${#S[@]}]}
+	aff=${A[(i / (${#E[@]} * ${#S[@]})) % ${#A[@]}]}
 	for d in "${disks[@]}"; do
 		echo "$aff" >"/sys/block/$d/queue/rq_affinity"
 		echo "$sch" >"/sys/block/$d/queue/scheduler" 2>/dev/null ||
