@@ -15,7 +15,13 @@
 # recompile), so the tree must be clean; it returns to where it was, also
 # when interrupted. It builds in build/obj-bisect from the guest kernel's
 # .config: a patch that adds a Kconfig symbol is built with it enabled, and
-# the guest kernel the tests boot is never touched.
+# the guest kernel the tests boot is never touched. An empty
+# build/obj-bisect starts as a copy of the guest kernel's objects, and by
+# default the commits are built from the last to the first: the last one is
+# what the guest kernel was built from, so its check compiles nothing, and
+# each one after compiles what one patch changes. (From the first, the
+# first check would compile the whole kernel: the Kconfig symbols of later
+# patches change autoconf.h, so no compile matches ccache's.)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -100,7 +106,7 @@ build_at() { # build_at N: build the guest configuration at commit N
 				return 1
 			fi
 		done
-		echo "builds: $1 $subj: ok (changes no kernel source: the kernel is patch $(($1 - 1))'s${f:+; tools/virtio compiled})"
+		echo "builds: $1 $subj: ok (changes no kernel source: its kernel is patch $(($1 - 1))'s, checked on its own${f:+; tools/virtio compiled})"
 		return 0
 	fi
 	mkdir -p "$obj"
@@ -138,7 +144,17 @@ if [[ $what == build || $what == all ]]; then
 	if [[ $what == build && $# -gt 0 ]]; then
 		list=("$@")
 	else
-		mapfile -t list < <(seq "$(git -C "$KSRC" rev-list --count base..HEAD)")
+		mapfile -t list < <(seq "$(git -C "$KSRC" rev-list --count base..HEAD)" -1 1)
+	fi
+	obj=$BUILD/obj-bisect
+	if [[ ! -f $obj/.config && -f $(kobj guest)/vmlinux ]]; then
+		# cp -a keeps the objects' times: make rebuilds exactly what
+		# the checkouts below make newer.
+		log "starting $obj from a copy of $(kobj guest)"
+		rm -rf "$obj"
+		cp -a "$(kobj guest)" "$obj.tmp"
+		rm -rf "$obj.tmp/modroot" "$obj.tmp/.vstor-built"
+		mv "$obj.tmp" "$obj"
 	fi
 	orig=$(git -C "$KSRC" symbolic-ref -q --short HEAD || git -C "$KSRC" rev-parse HEAD)
 	tip=$(git -C "$KSRC" rev-parse HEAD)

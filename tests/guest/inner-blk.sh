@@ -7,12 +7,13 @@
 #   inner-blk.sh verify   write "ready", wait for "go"; fio random writes with
 #                         crc32c verification, one job pinned to each vCPU;
 #                         write "done", wait for "go2" (the bridge restarts
-#                         in between), then read everything back and verify
-#   inner-blk.sh load     random writes until the VMM is killed
+#                         in between), then read everything back and verify,
+#                         write fio's status to "verified", then write at
+#                         random on both queues until the VMM is killed
 # Its root is vm/initramfs.sh's archive: what this script runs must be in it.
 # The output says when (seconds since boot) each step started.
 set -uo pipefail
-mode=${1:?usage: inner-blk.sh verify|load}
+mode=${1:?usage: inner-blk.sh verify}
 run=/run/vstor
 dev=/dev/vda
 
@@ -37,16 +38,26 @@ for q in "${hwq[@]}"; do
 	echo "inner: queue ${q##*/} cpu_list $(cat "$q/cpu_list")"
 done
 
+# load: random writes on both queues until the VMM is killed.
+load() {
+	echo "inner: load at $(up) s"
+	fio --name=load --filename=$dev --direct=1 --ioengine=io_uring \
+		--rw=randwrite --bs=4k --iodepth=16 --numjobs="$ncpu" --size=32M \
+		--time_based --runtime=600 --cpus_allowed_policy=split \
+		--cpus_allowed=0-$((ncpu - 1)) >/dev/null 2>&1
+	echo "inner: load ended"
+}
+
 case $mode in
 verify)
 	echo ready >$run/ready
 	wait_for go || exit 1
 	echo "inner: fio verify at $(up) s"
 	rc=0
-	# One job per vCPU, each on its own 8 MiB, so both queues carry I/O;
-	# fio reads every block back and checks its crc32c.
+	# One job per vCPU, each on 2 MiB of its own 8 MiB, so both queues
+	# carry I/O; fio reads every block back and checks its crc32c.
 	fio --name=verify --filename=$dev --direct=1 --ioengine=io_uring \
-		--rw=randwrite --bs=4k --iodepth=8 --size=8M --offset_increment=8M \
+		--rw=randwrite --bs=4k --iodepth=8 --size=2M --offset_increment=8M \
 		--numjobs="$ncpu" --cpus_allowed=0-$((ncpu - 1)) --cpus_allowed_policy=split \
 		--verify=crc32c --verify_fatal=1 --do_verify=1 --group_reporting \
 		>$run/fio.out 2>$run/fio.err || rc=$?
@@ -58,20 +69,14 @@ verify)
 	((rc == 0)) || exit "$rc"
 	echo "inner: fio --verify_only at $(up) s"
 	fio --name=verify --filename=$dev --direct=1 --ioengine=io_uring \
-		--rw=randwrite --bs=4k --iodepth=8 --size=8M --offset_increment=8M \
+		--rw=randwrite --bs=4k --iodepth=8 --size=2M --offset_increment=8M \
 		--numjobs="$ncpu" --verify=crc32c --verify_fatal=1 --verify_only \
 		--group_reporting >$run/fio2.out 2>$run/fio2.err || rc=$?
 	echo "inner: after the reconnect, fio --verify_only exit $rc at $(up) s"
 	cat $run/fio2.err
-	exit "$rc"
-	;;
-load)
-	echo ready >$run/ready
-	fio --name=load --filename=$dev --direct=1 --ioengine=io_uring \
-		--rw=randwrite --bs=4k --iodepth=16 --numjobs="$ncpu" --size=32M \
-		--time_based --runtime=600 --cpus_allowed_policy=split \
-		--cpus_allowed=0-$((ncpu - 1)) >/dev/null 2>&1
-	echo "inner: load ended"
+	echo $rc >$run/verified
+	((rc == 0)) || exit "$rc"
+	load
 	;;
 *)
 	echo "inner: unknown mode $mode"

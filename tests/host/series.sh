@@ -17,13 +17,15 @@ for _p in "${SERIES_PATCHES[@]}"; do
 	TESTS+=("checkpatch_${_p%%-*}")
 	declare "desc_checkpatch_${_p%%-*}=checkpatch --strict: $_p"
 done
-for _p in "${SERIES_PATCHES[@]}"; do
+# Built from the last patch to the first (scripts/check-series.sh says why).
+for ((_i = ${#SERIES_PATCHES[@]} - 1; _i >= 0; _i--)); do
+	_p=${SERIES_PATCHES[_i]}
 	TESTS+=("builds_${_p%%-*}")
 	declare "desc_builds_${_p%%-*}=the guest kernel builds without warnings at $_p, sparse-clean in its lines"
-	# The first build after the guest kernel's fills build/obj-bisect.
+	# A build that must fill build/obj-bisect itself compiles the kernel.
 	declare "timeout_builds_${_p%%-*}=1800"
 done
-unset _p
+unset _p _i
 
 # suite_run TEST: checkpatch_NNNN or builds_NNNN.
 suite_run() {

@@ -6,8 +6,13 @@
 #   batch_rounds.sh [options] DISK...
 #     --rounds N        rounds (default 20)
 #     --runtime S       seconds of I/O per round (default 3)
-#     --slack S         seconds a round may take beyond that before it
-#                       counts as hung (default 30)
+#     --slack S         seconds without progress after the runtime before
+#                       a round counts as hung (default 30): no disk
+#                       completes a request and no fio job process uses
+#                       CPU, while one is still alive (a slow kernel, the
+#                       debug one, makes progress all along; the hang did
+#                       not). A round still running 10 x S after its
+#                       runtime fails as too slow.
 #     --qd N            iodepth per job (default 128)
 #     --jobs N          jobs per disk, each pinned to a CPU of its own in
 #                       turn (default: the number of CPUs)
@@ -23,7 +28,8 @@
 #                       (default /tmp/batch-rounds)
 #
 # Each round prints one line: "round N: ENGINE affinity=A sched=S IOPS ...
-# ok" or "... HUNG after S s". On a hang it dumps every hardware context's
+# ok" or "... HUNG after S s" (S counted from the round's start). On a hang
+# it dumps every hardware context's
 # state, dispatch list, busy and tags (debugfs) and the disks' inflight
 # counts into OUT/hang-N/, then writes "run" to each disk's debugfs state
 # (blk_mq_run_hw_queues()) and says whether that let the round finish: if
@@ -99,6 +105,27 @@ dispatch_summary() {
 	echo "requests on dispatch lists $n, hctxs with SCHED_RESTART $restart"
 }
 
+# progress PID: a number that changes while fio (main process PID) makes
+# progress: the requests the disks completed and the CPU ticks of fio's job
+# processes (the main process is left out: its helper thread wakes every
+# few hundred ms whatever the jobs do). Prints nothing once no job process
+# is left.
+progress() {
+	local d io=0 cpu=0 kid any=0 st line
+	for d in "${disks[@]}"; do
+		read -ra st <"/sys/block/$d/stat"
+		io=$((io + st[0] + st[4]))
+	done
+	for kid in $(pgrep -P "$1" 2>/dev/null); do
+		line=$(cat "/proc/$kid/stat" 2>/dev/null) || continue
+		read -ra st <<<"${line##*) }"
+		# utime and stime: fields 14 and 15, 12 and 13 after "comm) ".
+		cpu=$((cpu + st[11] + st[12]))
+		any=1
+	done
+	((any)) && echo "$io $cpu"
+}
+
 hangs=0 recovered=0 r=0 lost=0
 for ((r = 1; r <= rounds; r++)); do
 	# Every combination in turn: the engine changes every round, the
@@ -128,9 +155,30 @@ for ((r = 1; r <= rounds; r++)); do
 	start=$SECONDS
 	fio "${args[@]}" >"$out/round-$r.txt" 2>&1 &
 	pid=$!
-	limit=$((runtime + slack))
-	while kill -0 "$pid" 2>/dev/null && ((SECONDS - start < limit)); do sleep 1; done
+	# Wait while fio runs: past its runtime, until a job process has
+	# made no progress for the slack, or the round the hard limit.
+	# (Not looked at during the runtime: it takes CPU from fio.)
+	last="" moved=$SECONDS stalled=0
+	while kill -0 "$pid" 2>/dev/null; do
+		if ((SECONDS - start > runtime)); then
+			now=$(progress "$pid")
+			[[ $now != "$last" || -z $now ]] && moved=$SECONDS
+			last=$now
+			((SECONDS - moved < slack)) || { stalled=1; break; }
+			((SECONDS - start < runtime + 10 * slack)) || break
+		fi
+		sleep 1
+	done
+	limit=$((SECONDS - start))
 	what="$eng$hp affinity=$aff sched=$sch"
+	if kill -0 "$pid" 2>/dev/null && ((!stalled)); then
+		echo "round $r: $what still making progress after $limit s: too slow"
+		dump "$out/slow-$r"
+		kill "$pid"
+		wait "$pid"
+		echo "rounds $r, hangs $hangs (recovered by a queue run: $recovered), too slow"
+		exit 1
+	fi
 	if kill -0 "$pid" 2>/dev/null; then
 		hangs=$((hangs + 1))
 		summary=$(dispatch_summary)
