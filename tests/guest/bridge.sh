@@ -381,6 +381,12 @@ br_nested_kill() {
 	vpid=$BR_VPID BR_VPID=""
 	br_step "QEMU gone" $BR_T_GONE br_gone "$vpid" || return
 	wait "$vpid"
+	# vm.sh checks a guest's kernel log only when the guest powers off.
+	if grep -Eq "$KLOG_BAD" "$BR_VDIR/console.log"; then
+		grep -E -B2 -A20 "$KLOG_BAD" "$BR_VDIR/console.log" | head -n 40
+		fail "the second-level guest's kernel reported a problem"
+		return
+	fi
 	br_step "the bridge notices the VMM's death" $BR_T_GONE grep -q "connection closed" "$BR_LOG" || return
 	kill -0 "$BR_PID" 2>/dev/null || fail "the bridge died with its VMM" || return
 	br_stats || return
