@@ -18,8 +18,9 @@
 # the guest kernel the tests boot is never touched. An empty
 # build/obj-bisect starts as a copy of the guest kernel's objects, and by
 # default the commits are built from the last to the first: the last one is
-# what the guest kernel was built from, so its check compiles nothing, and
-# each one after compiles what one patch changes. (From the first, the
+# what the guest kernel was built from, so its check compiles only its own
+# files (ccache has them), and each one after compiles what it and the
+# commit above it change. (From the first, the
 # first check would compile the whole kernel: the Kconfig symbols of later
 # patches change autoconf.h, so no compile matches ccache's.)
 set -euo pipefail
@@ -109,6 +110,12 @@ build_at() { # build_at N: build the guest configuration at commit N
 		echo "builds: $1 $subj: ok (changes no kernel source: its kernel is patch $(($1 - 1))'s, checked on its own${f:+; tools/virtio compiled})"
 		return 0
 	fi
+	# make rebuilds what the checkout made newer: walking down, that is
+	# what the next commit changes. Touch this commit's own files as well,
+	# so that they compile at this version and their warnings land in this
+	# check's log (ccache hands most of them back).
+	git -C "$KSRC" diff-tree --no-commit-id --name-only --diff-filter=d -r "$c" |
+		grep -vE '^(Documentation/|tools/|MAINTAINERS$)' | (cd "$KSRC" && xargs -r touch --)
 	mkdir -p "$obj"
 	cp "$cfg" "$obj/.config"
 	if make -C "$KSRC" O="$obj" CC="ccache gcc" olddefconfig >"$obj/config.log" 2>&1 &&
@@ -151,7 +158,7 @@ if [[ $what == build || $what == all ]]; then
 		# cp -a keeps the objects' times: make rebuilds exactly what
 		# the checkouts below make newer.
 		log "starting $obj from a copy of $(kobj guest)"
-		rm -rf "$obj"
+		rm -rf "$obj" "$obj.tmp"
 		cp -a "$(kobj guest)" "$obj.tmp"
 		rm -rf "$obj.tmp/modroot" "$obj.tmp/.vstor-built"
 		mv "$obj.tmp" "$obj"

@@ -378,9 +378,12 @@ br_nested_kill() {
 	qpid=$(pgrep -f "^qemu-system-x86_64 .*path=$BR_SOCK") || { fail "no QEMU for $BR_SOCK"; return; }
 	note "killing QEMU (pid $qpid) with $(br_vring 0 inflight)+$(br_vring 1 inflight) requests in flight after $(($(br_vring 0 requests) + $(br_vring 1 requests)))"
 	kill -9 "$qpid"
-	vpid=$BR_VPID BR_VPID=""
-	br_step "QEMU gone" $BR_T_GONE br_gone "$vpid" || return
+	# BR_VPID stays set for br_inner_end if vm.sh outlives the step, but
+	# not during it: here the guest's end is what the step waits for.
+	vpid=$BR_VPID
+	BR_VPID="" br_step "QEMU gone" $BR_T_GONE br_gone "$vpid" || return
 	wait "$vpid"
+	BR_VPID=""
 	# vm.sh checks a guest's kernel log only when the guest powers off.
 	if grep -Eq "$KLOG_BAD" "$BR_VDIR/console.log"; then
 		grep -E -B2 -A20 "$KLOG_BAD" "$BR_VDIR/console.log" | head -n 40

@@ -63,7 +63,9 @@ verify)
 		>$run/fio.out 2>$run/fio.err || rc=$?
 	echo "inner: fio exit $rc at $(up) s"
 	cat $run/fio.err
-	echo $rc >$run/done
+	# Written whole, then renamed: the test guest reads it as soon as it
+	# exists (over 9p, a create and a write are two round trips).
+	echo $rc >$run/done.tmp && mv $run/done.tmp $run/done
 	# Meanwhile the test guest restarts the bridge; QEMU reconnects.
 	wait_for go2 || exit 1
 	((rc == 0)) || exit "$rc"
@@ -74,7 +76,7 @@ verify)
 		--group_reporting >$run/fio2.out 2>$run/fio2.err || rc=$?
 	echo "inner: after the reconnect, fio --verify_only exit $rc at $(up) s"
 	cat $run/fio2.err
-	echo $rc >$run/verified
+	echo $rc >$run/verified.tmp && mv $run/verified.tmp $run/verified
 	((rc == 0)) || exit "$rc"
 	load
 	;;

@@ -9,7 +9,8 @@
 #     --slack S         seconds without progress after the runtime before
 #                       a round counts as hung (default 30): no disk
 #                       completes a request and no fio job process uses
-#                       CPU, while one is still alive (a slow kernel, the
+#                       CPU (polled rounds: no completion, as a polling
+#                       job spins), while one is still alive (a slow kernel, the
 #                       debug one, makes progress all along; the hang did
 #                       not). A round still running 10 x S after its
 #                       runtime fails as too slow.
@@ -105,11 +106,12 @@ dispatch_summary() {
 	echo "requests on dispatch lists $n, hctxs with SCHED_RESTART $restart"
 }
 
-# progress PID: a number that changes while fio (main process PID) makes
-# progress: the requests the disks completed and the CPU ticks of fio's job
-# processes (the main process is left out: its helper thread wakes every
-# few hundred ms whatever the jobs do). Prints nothing once no job process
-# is left.
+# progress PID HIPRI: a number that changes while fio (main process PID)
+# makes progress: the requests the disks completed and, unless the round
+# polls, the CPU ticks of fio's job processes (the main process is left
+# out: its helper thread wakes every few hundred ms whatever the jobs do;
+# a polling job spins while it waits, so its CPU says nothing). Prints
+# nothing once no job process is left.
 progress() {
 	local d io=0 cpu=0 kid any=0 st line
 	for d in "${disks[@]}"; do
@@ -117,11 +119,12 @@ progress() {
 		io=$((io + st[0] + st[4]))
 	done
 	for kid in $(pgrep -P "$1" 2>/dev/null); do
+		any=1
+		(($2)) && continue
 		line=$(cat "/proc/$kid/stat" 2>/dev/null) || continue
 		read -ra st <<<"${line##*) }"
 		# utime and stime: fields 14 and 15, 12 and 13 after "comm) ".
 		cpu=$((cpu + st[11] + st[12]))
-		any=1
 	done
 	((any)) && echo "$io $cpu"
 }
@@ -143,8 +146,8 @@ for ((r = 1; r <= rounds; r++)); do
 		--iodepth_batch_submit=16 --iodepth_batch_complete_min=1
 		--time_based --runtime="$runtime" --group_reporting
 		--output-format=terse --terse-version=3)
-	hp=""
-	if ((hipri)) && [[ $eng == io_uring ]]; then args+=(--hipri=1); hp=" hipri"; fi
+	hp="" polled=0
+	if ((hipri)) && [[ $eng == io_uring ]]; then args+=(--hipri=1); hp=" hipri" polled=1; fi
 	j=0
 	for d in "${disks[@]}"; do
 		for ((k = 0; k < jobs; k++)); do
@@ -161,7 +164,7 @@ for ((r = 1; r <= rounds; r++)); do
 	last="" moved=$SECONDS stalled=0
 	while kill -0 "$pid" 2>/dev/null; do
 		if ((SECONDS - start > runtime)); then
-			now=$(progress "$pid")
+			now=$(progress "$pid" "$polled")
 			[[ $now != "$last" || -z $now ]] && moved=$SECONDS
 			last=$now
 			((SECONDS - moved < slack)) || { stalled=1; break; }
@@ -174,7 +177,8 @@ for ((r = 1; r <= rounds; r++)); do
 	if kill -0 "$pid" 2>/dev/null && ((!stalled)); then
 		echo "round $r: $what still making progress after $limit s: too slow"
 		dump "$out/slow-$r"
-		kill "$pid"
+		pkill -KILL -P "$pid"
+		kill -KILL "$pid"
 		wait "$pid"
 		echo "rounds $r, hangs $hangs (recovered by a queue run: $recovered), too slow"
 		exit 1
