@@ -10,10 +10,10 @@
 #                       a round counts as hung (default 30): no disk
 #                       completes a request and no fio job process uses
 #                       CPU (polled rounds: no completion, as a polling
-#                       job spins), while one is still alive (a slow kernel, the
-#                       debug one, makes progress all along; the hang did
-#                       not). A round still running 10 x S after its
-#                       runtime fails as too slow.
+#                       job spins) while one is still alive. A slow
+#                       kernel (the debug one) makes progress all along;
+#                       the hang did not. A round still running 10 x S
+#                       after its runtime fails as too slow.
 #     --qd N            iodepth per job (default 128)
 #     --jobs N          jobs per disk, each pinned to a CPU of its own in
 #                       turn (default: the number of CPUs)
@@ -30,14 +30,13 @@
 #
 # Each round prints one line: "round N: ENGINE affinity=A sched=S IOPS ...
 # ok" or "... HUNG after S s" (S counted from the round's start). On a hang
-# it dumps every hardware context's
-# state, dispatch list, busy and tags (debugfs) and the disks' inflight
-# counts into OUT/hang-N/, then writes "run" to each disk's debugfs state
-# (blk_mq_run_hw_queues()) and says whether that let the round finish: if
-# it does, the requests fio waited for were sitting on a dispatch list that
-# nobody ran. An unrecovered hang ends the rounds. The last line is
-# "rounds R, hangs H (recovered by a queue run: K)"; the exit status is 0
-# only if nothing hung.
+# it dumps every hardware context's state, dispatch list, busy and tags
+# (debugfs) and the disks' inflight counts into OUT/hang-N/, then writes
+# "run" to each disk's debugfs state (blk_mq_run_hw_queues()) and says
+# whether that let the round finish: if it does, the requests fio waited
+# for were sitting on a dispatch list that nobody ran. An unrecovered hang
+# ends the rounds. The last line is "rounds R, hangs H (recovered by a
+# queue run: K)"; the exit status is 0 only if nothing hung.
 set -uo pipefail
 
 rounds=20 runtime=3 slack=30 qd=128 jobs=$(nproc) engines="libaio io_uring"
