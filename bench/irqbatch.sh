@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark: virtio-blk completion batching on the interrupt path
-# (virtio_blk.irq_batch), on and off in one boot. fio io_uring 4k random
+# (debugfs virtio_blk/irq_batch), on and off in one boot. fio io_uring 4k random
 # reads on several two-queue null-co disks at once, a job per disk, the
 # jobs spread over the vCPUs; batching switched at runtime between runs,
 # the two alternated; IOPS, latency, interrupts per I/O and fio's CPU per

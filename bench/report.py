@@ -89,7 +89,7 @@ BENCHES = {
                "beside QEMU's virtiofsd; 2 and 4 vCPUs; vufsd's table-mutex waits.",
                "about 16 min"),
     "irqbatch": ("virtio-blk completion batching on the interrupt path",
-                 "virtio_blk.irq_batch off and on in one boot: fio io_uring 4k random "
+                 "virtio_blk/irq_batch (debugfs) off and on in one boot: fio io_uring 4k random "
                  "reads on several two-queue disks at once by queue depth, with "
                  "interrupts and CPU per I/O; then a soak of fio rounds at QD128 on "
                  "disks whose rings fill before their tags run out, watching for a "

@@ -40,6 +40,21 @@ results_section() {
 		on { print }' "$results"
 }
 
+# The poster's identity: format-patch's From: and each patch's sign-off of
+# its author become theirs. A Signed-off-by is the poster's statement
+# (Documentation/process/submitting-patches.rst), so it comes from their
+# git configuration, and an identity that looks like a placeholder is
+# said plainly.
+poster_name=$(git -C "$KSRC" config user.name || true)
+poster_email=$(git -C "$KSRC" config user.email || true)
+[[ -n $poster_name && -n $poster_email ]] ||
+	die "no git identity: set git config user.name and user.email to the person who posts the series"
+if [[ $poster_email =~ (@localhost|\.localdomain|\.local|\.invalid|\.example|@example\.(com|org|net)|\.test)$ ||
+	! $poster_email =~ ^[^@]+@[^@]+\.[^@]+$ ]]; then
+	log "WARNING: the identity '$poster_name <$poster_email>' looks like a placeholder."
+	log "WARNING: Signed-off-by certifies the Developer's Certificate of Origin: post only under your real name and address."
+fi
+
 mapfile -t commits < <(git -C "$KSRC" rev-list --reverse "base..$branch")
 mapfile -t patches < <(series_patches "$PATCHES")
 ((${#commits[@]} == ${#patches[@]})) ||
@@ -63,6 +78,22 @@ for tpl in "$TOP"/kernel/cover/*.txt; do
 	# the series before it as prerequisites.
 	git -C "$KSRC" format-patch -q --cover-letter --base=base --no-signature --abbrev=12 \
 		-o "$dir" "${commits[first - 1]}~1..${commits[last - 1]}"
+	# Each patch's author and the author's own sign-off become the poster's.
+	POSTER="$poster_name <$poster_email>" python3 - "$dir"/*.patch <<'PY'
+import os, re, sys
+poster = os.environ["POSTER"]
+for p in sys.argv[1:]:
+    s = open(p).read()
+    head, sep, body = s.partition("\n\n")
+    # A long From: header is folded onto continuation lines.
+    m = re.search(r"^From: (.*(?:\n[ \t].*)*)$", head, re.M)
+    if not m:
+        sys.exit(p + ": no From: line")
+    author = re.sub(r"\s*\n[ \t]+", " ", m.group(1))
+    head = head[:m.start()] + "From: " + poster + head[m.end():]
+    body = body.replace("Signed-off-by: " + author + "\n", "Signed-off-by: " + poster + "\n")
+    open(p, "w").write(head + sep + body)
+PY
 	cover=$dir/0000-cover-letter.patch
 
 	# The text: the template after its header, tables filled in.

@@ -14,6 +14,19 @@ CONFIGS=$TOP/kernel/configs
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# git_as_runner ARGS...: git, committing as whoever runs it. Without an
+# identity in their git configuration (a fresh machine), the committer of
+# the local tree is their login at this host, as git itself would guess:
+# the committer is never exported; authors and Signed-off-by lines are.
+git_as_runner() {
+	if git config user.email >/dev/null; then
+		git "$@"
+	else
+		GIT_COMMITTER_NAME=${GIT_COMMITTER_NAME:-$(id -un)} \
+			GIT_COMMITTER_EMAIL=${GIT_COMMITTER_EMAIL:-$(id -un)@$(hostname)} git "$@"
+	fi
+}
+
 # The Debian version of the base, e.g. "6.12.117-1~deb12u1".
 base_version() {
 	dpkg-query -W -f='${Version}' "$BASE_PKG" 2>/dev/null || echo unknown

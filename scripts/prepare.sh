@@ -89,8 +89,10 @@ tar -xJf "$BASE_TARBALL" -C "$tmp" --strip-components=1
 
 cd "$tmp"
 git init -q -b master
-git config user.name "vstor developer"
-git config user.email "vstor@localhost"
+# Commits made in the tree (and so the patches refresh exports) carry the
+# identity of whoever runs the tools, from their own git configuration: a
+# Signed-off-by is their statement. Only the base commit needs one when
+# they have none yet; git am keeps each patch's own author.
 git config core.abbrev 12
 git config gc.auto 0
 echo "$ver" >.git/base-version
@@ -102,13 +104,15 @@ sed -i '${/^#$/d}' .gitignore
 log "committing the base tree"
 git add -A .
 GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" \
+	GIT_AUTHOR_NAME="Debian $BASE_PKG" GIT_AUTHOR_EMAIL="" \
+	GIT_COMMITTER_NAME="Debian $BASE_PKG" GIT_COMMITTER_EMAIL="" \
 	git commit -q -m "Debian $BASE_PKG $ver" \
 	-m "Unpacked from $BASE_TARBALL; the Debian-packaging block at the end of .gitignore removed."
 git tag base
 
 n=0
 while read -r p; do
-	git am -q --keep-cr "$PATCHES/$p" || die "patch $p does not apply to $BASE_PKG $ver"
+	git_as_runner am -q --keep-cr "$PATCHES/$p" || die "patch $p does not apply to $BASE_PKG $ver"
 	n=$((n + 1))
 done < <(series_patches "$PATCHES")
 cd - >/dev/null

@@ -9,8 +9,8 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 . "$TOP/bench/guest/lib.sh"
 runtime=$1 reps=$2 ndisks=$4 soak=$5
 read -ra qds <<<"$3"
-param=/sys/module/virtio_blk/parameters/irq_batch
-[[ -e $param ]] || { echo "this kernel has no virtio_blk.irq_batch"; exit 1; }
+param=/sys/kernel/debug/virtio_blk/irq_batch
+[[ -e $param ]] || { echo "this kernel has no $param"; exit 1; }
 n=$(nproc)
 
 disks=() vdevs=()

@@ -1,4 +1,4 @@
-# Completion batching on the interrupt path (virtio_blk.irq_batch), booted
+# Completion batching on the interrupt path (debugfs virtio_blk/irq_batch), booted
 # with 4 vCPUs and disks whose virtqueues fill before their tags run out
 # (16-entry rings without indirect descriptors, 2 queues each, so a
 # request takes 3 ring entries and the driver stops its queue whenever the
@@ -30,15 +30,23 @@ ring_disks() {
 	echo "${out[*]}"
 }
 
-desc_batch_param="irq_batch is on by default, reads back what is written, and rejects what is not a boolean"
+desc_batch_param="the debugfs knob virtio_blk/irq_batch is root's alone (0600), on by default, reads back what is written, keeps its value when what is written is not a boolean; there is no module parameter"
 batch_param() {
-	local p=/sys/module/virtio_blk/parameters/irq_batch
+	local p=/sys/kernel/debug/virtio_blk/irq_batch
+	expect_eq "mode" "$(stat -c %a $p)" 600 || return
+	[[ ! -e /sys/module/virtio_blk/parameters/irq_batch ]] || fail "irq_batch is still a module parameter" || return
 	expect_eq "default" "$(cat $p)" Y || return
 	expect_eq "write 0" "$(sysfs_write $p 0)" OK || return
 	expect_eq "reads back" "$(cat $p)" N || return
 	expect_eq "write 1" "$(sysfs_write $p 1)" OK || return
 	expect_eq "reads back" "$(cat $p)" Y || return
-	expect_eq "write 'maybe'" "$(sysfs_write $p maybe)" EINVAL
+	# debugfs's bool files ignore what does not parse (the write succeeds).
+	sysfs_write $p maybe >/dev/null
+	expect_eq "after writing 'maybe'" "$(cat $p)" Y || return
+	expect_eq "write N" "$(sysfs_write $p N)" OK || return
+	sysfs_write $p maybe >/dev/null
+	expect_eq "after writing 'maybe'" "$(cat $p)" N || return
+	expect_eq "write Y" "$(sysfs_write $p Y)" OK
 }
 
 # plain_disk DISK: no I/O scheduler (its requests would hold scheduler tags,
@@ -64,7 +72,7 @@ batch_observed() {
 	plain_disk "$d" || return
 	echo 0 >"/sys/block/$d/queue/rq_affinity"
 	for b in 0 1 0 1; do
-		echo "$b" >/sys/module/virtio_blk/parameters/irq_batch
+		echo "$b" >/sys/kernel/debug/virtio_blk/irq_batch
 		fio_json /tmp/bo.json --name=bo --filename="/dev/$d" --ioengine=io_uring --direct=1 \
 			--rw=randread --bs=4k --iodepth=16 --number_ios=2000 --size=64M \
 			--cpus_allowed=0 || return
@@ -76,7 +84,7 @@ batch_observed() {
 			((c > 0)) || fail "with irq_batch=0, no tag was freed on its own: the check cannot tell" || return
 		fi
 	done
-	echo 1 >/sys/module/virtio_blk/parameters/irq_batch
+	echo 1 >/sys/kernel/debug/virtio_blk/irq_batch
 	echo 1 >"/sys/block/$d/queue/rq_affinity"
 }
 
@@ -107,7 +115,7 @@ rounds() {
 	local disks pid out rc=0 counts d
 	read -ra disks <<<"$(ring_disks)" || return
 	for d in "${disks[@]}"; do ring_fills "$d" || return; done
-	echo "$1" >/sys/module/virtio_blk/parameters/irq_batch
+	echo "$1" >/sys/kernel/debug/virtio_blk/irq_batch
 	stop_sampler "${disks[@]}" >/tmp/sampler.out &
 	pid=$!
 	out=$("$TOP/tests/tools/batch_rounds.sh" --rounds "$2" --runtime 2 --slack 20 --qd 128 \
@@ -115,7 +123,7 @@ rounds() {
 	kill "$pid"
 	wait "$pid"
 	counts=$(cat /tmp/sampler.out)
-	echo 1 >/sys/module/virtio_blk/parameters/irq_batch
+	echo 1 >/sys/kernel/debug/virtio_blk/irq_batch
 	printf '%s\n' "$out"
 	note "ring-full samples: $counts"
 	((rc == 0)) || fail "a round hung or failed (dumps in /tmp/batch-rounds-$1)" || return
@@ -193,14 +201,14 @@ batch_toggle() {
 	local d pid rc=0
 	d=$(disk_by_serial vstor2) || fail "no vstor2" || return
 	plain_disk "$d" || return
-	sysfs_write_loop /sys/module/virtio_blk/parameters/irq_batch 0 1 >/tmp/toggle.out &
+	sysfs_write_loop /sys/kernel/debug/virtio_blk/irq_batch 0 1 >/tmp/toggle.out &
 	pid=$!
 	fio_json /tmp/bt.json --name=bt --filename="/dev/$d" --ioengine=io_uring --direct=1 \
 		--rw=randwrite --bs=4k --iodepth=128 --size=32M --numjobs=2 \
 		--offset_increment=64M --verify=crc32c --verify_fatal=1 || rc=1
 	kill "$pid"
 	wait "$pid" 2>/dev/null
-	echo 1 >/sys/module/virtio_blk/parameters/irq_batch
+	echo 1 >/sys/kernel/debug/virtio_blk/irq_batch
 	note "$(grep -c OK /tmp/toggle.out) flips"
 	((rc == 0)) || fail "verify failed while irq_batch changed"
 }

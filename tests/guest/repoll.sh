@@ -11,7 +11,7 @@ TESTS=(repoll_initial repoll_set repoll_bad_input repoll_hipri_0_to_m
 	repoll_idle_poller repoll_flip_under_load repoll_flip_polled_load
 	repoll_to_zero_hipri_ring repoll_concurrent_writers repoll_stuck_kill
 	repoll_resize_race repoll_remove_race
-	repoll_hot_unplug)
+	repoll_hot_unplug repoll_wce_kept repoll_info_during_change)
 
 rp_disk() { disk_by_serial vstor0; }
 rp_attr() { echo "/sys/block/$1/num_poll_queues"; }
@@ -377,4 +377,105 @@ repoll_hot_unplug() {
 	expect_eq "num_poll_queues after replug" "$(cat "$(rp_attr "$d")")" 0 || return
 	expect_eq "set 1 after replug" "$(sysfs_write "$(rp_attr "$d")" 1)" OK || return
 	quick_verify "$d" 1
+}
+
+# rp_qemu_cache QDEV: "writeback flushes" for QEMU's device QDEV (vdisk1):
+# whether its block backend caches writes (QMP query-block
+# cache.writeback, which the device's config-space wce sets) and how many
+# flushes have reached it (query-blockstats flush_operations).
+rp_qemu_cache() {
+	local blk stats
+	blk=$(host_qmp '{"execute": "query-block"}') || return
+	stats=$(host_qmp '{"execute": "query-blockstats"}') || return
+	/usr/bin/python3 - "$1" "$blk" "$stats" <<'PY'
+import json, sys
+qdev = "/machine/peripheral/%s/virtio-backend" % sys.argv[1]
+blk = [b for b in json.loads(sys.argv[2])["return"] if b.get("qdev") == qdev]
+st = [b for b in json.loads(sys.argv[3])["return"] if b.get("qdev") == qdev]
+if len(blk) != 1 or len(st) != 1:
+    sys.exit("no single block backend for " + qdev)
+wb = blk[0]["inserted"]["cache"]["writeback"]
+print("%d %d" % (wb, st[0]["stats"]["flush_operations"]))
+PY
+}
+
+# rp_fsync_writes DISK: 64 4 KiB writes, each followed by fsync (fio
+# --fsync=1 on the raw disk sends a flush per write while it has a cache).
+rp_fsync_writes() {
+	fio --name=fs --filename="/dev/$1" --ioengine=sync --direct=1 --rw=write \
+		--bs=4k --size=256k --fsync=1 >/tmp/fs.out 2>&1 ||
+		fail "fio fsync writes: $(tail -n 3 /tmp/fs.out)"
+}
+
+desc_repoll_wce_kept="the cache mode set through cache_type survives a poll-queue change, which resets the device (QEMU's reset restores the mode it started with): after write through and a change, QEMU caches no writes; after write back and a change, fsync'd writes reach QEMU as flushes (fio --fsync=1: at least half of 64)"
+repoll_wce_kept() {
+	local d mode want c0 c1 f0 f1
+	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
+	[[ $(stat -c %a "/sys/block/$d/cache_type") == 644 ]] || fail "no writable cache_type: the device did not offer VIRTIO_BLK_F_CONFIG_WCE" || return
+	read -r c0 _ < <(rp_qemu_cache vdisk1) || fail "QMP query-block" || return
+	expect_eq "QEMU's cache at boot" "$c0" 1 || return
+	rp_set "$d" 0 2 || return
+	for mode in "write through" "write back"; do
+		want=0
+		[[ $mode == "write back" ]] && want=1
+		expect_eq "set $mode" "$(sysfs_write "/sys/block/$d/cache_type" "$mode")" OK || return
+		read -r c0 _ < <(rp_qemu_cache vdisk1) || return
+		expect_eq "QEMU's cache after '$mode'" "$c0" "$want" || return
+		rp_set "$d" 1 2 || return
+		expect_eq "guest cache_type after the change" "$(cat "/sys/block/$d/cache_type")" "$mode" || return
+		expect_eq "guest write_cache after the change" "$(cat "/sys/block/$d/queue/write_cache")" "$mode" || return
+		read -r c0 f0 < <(rp_qemu_cache vdisk1) || return
+		expect_eq "QEMU's cache after '$mode' and a change" "$c0" "$want" || return
+		rp_fsync_writes "$d" || return
+		read -r c1 f1 < <(rp_qemu_cache vdisk1) || return
+		note "$mode: flushes reaching QEMU during 64 fsync'd writes: $((f1 - f0))"
+		if ((want)); then
+			((f1 - f0 >= 32)) || fail "$((f1 - f0)) flushes for 64 fsync'd writes in write back (want at least 32)" || return
+		else
+			((f1 == f0)) || fail "$((f1 - f0)) flushes in write through" || return
+		fi
+		rp_set "$d" 0 2 || return
+		expect_eq "QEMU's cache after '$mode' and a second change" "$(rp_qemu_cache vdisk1 | cut -d' ' -f1)" "$want" || return
+	done
+}
+
+desc_repoll_info_during_change="GET_INFO passthrough SQEs sent while a poll-queue change waits for a disk that stopped completing (QEMU at 1 IOPS, 32 reads queued): io_uring_submit() returns at once (the command goes to io-wq instead of sleeping on the change's lock in the submitter), the command completes with the disk's info once the change is done, and one still waiting dies on SIGKILL within 5 s"
+repoll_info_during_change() {
+	local d a fpid wpid gpid kpid i go=/tmp/gi.go
+	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
+	a=$(rp_attr "$d")
+	rp_set "$d" 0 2 || return
+	rm -f "$go"
+	# Both open the character device now and send GET_INFO when $go exists.
+	"$TOOLS/vblk_pt" -M -W "$go" "/dev/vblk/$d" info >/tmp/gi.out 2>&1 &
+	gpid=$!
+	"$TOOLS/vblk_pt" -M -W "$go" "/dev/vblk/$d" info >/tmp/gk.out 2>&1 &
+	kpid=$!
+	rp_throttle 1 || return
+	fio --name=st --filename="/dev/$d" --ioengine=libaio --direct=1 --rw=randread \
+		--bs=4k --iodepth=32 --number_ios=32 --size=64M >/tmp/st.out 2>&1 &
+	fpid=$!
+	sleep 2
+	bash -c "echo 1 >$a" 2>/tmp/st.err &
+	wpid=$!
+	sleep 2
+	[[ -e /proc/$wpid ]] || { rp_throttle 0; wait $fpid; fail "the change finished while the disk was not completing"; return; }
+	touch "$go"
+	sleep 3
+	kill -9 $kpid
+	rp_gone $kpid 5 || note "waiting GET_INFO's stack: $(cat /proc/$kpid/stack 2>/dev/null | tr '\n' ' ')"
+	! [[ -e /proc/$kpid ]] || { rp_throttle 0; wait $fpid; fail "a GET_INFO waiting for the change did not die within 5 s of SIGKILL"; return; }
+	[[ -e /proc/$wpid ]] || { rp_throttle 0; wait $fpid; fail "the change ended before the GET_INFO test was done: inconclusive"; return; }
+	rp_throttle 0 || return
+	rp_gone $wpid 60 || fail "the change still running 60 s after the limit went" || return
+	wait $wpid || fail "the change failed: $(cat /tmp/st.err)" || return
+	rp_gone $gpid 30 || fail "GET_INFO did not complete 30 s after the change" || return
+	wait $gpid || fail "GET_INFO: $(cat /tmp/gi.out)" || return
+	wait $fpid || fail "fio failed: $(tail -n 3 /tmp/st.out)" || return
+	note "$(tr '\n' ' ' </tmp/gi.out)"
+	expect_eq "GET_INFO result" "$(sed -n 's/^result=//p' /tmp/gi.out)" 72 || return
+	i=$(sed -n 's/^submit_max_ms=//p' /tmp/gi.out)
+	[[ -n $i ]] && ((i < 1000)) || fail "io_uring_submit() took ${i:-?} ms while the change was pending" || return
+	expect_eq "split after the change" "$(cat "$a")" 1 || return
+	rp_set "$d" 0 2
 }

@@ -285,4 +285,72 @@ vb_unload() {
 	vhost_blk_load
 }
 
-TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_bp vb_bp_fair vb_kill vb_wcache vb_xfs vb_unload)
+desc_vb_slow_discard="16 whole-device discard ranges on vring 1 (null_blk with discard_max_bytes cut to 64 KiB: 16384 bios a range) do not delay a 4 KiB read on vring 0 of the same worker: the read takes less than half as long"
+vb_slow_discard() {
+	local q=/sys/block/nullb0/queue/discard_max_bytes old rc=0
+	vhost_blk_load || return
+	old=$(cat $q)
+	echo 65536 >$q || fail "cannot set nullb0's discard_max_bytes" || return
+	vbt --backend /dev/nullb0 --mode functional --queues 2 --workers 1 --only "slow discards" || rc=1
+	echo "$old" >$q
+	return $rc
+}
+
+# vb_cgroup_new NAME: an empty cgroup NAME under a cgroup2 mount with the io
+# and memory controllers enabled for its children; prints its path.
+vb_cgroup_new() {
+	local cg=/sys/fs/cgroup
+	if ! awk -v m=$cg '$2 == m && $3 == "cgroup2" { f = 1 } END { exit !f }' /proc/mounts; then
+		mount -t cgroup2 none $cg || { fail "cannot mount cgroup2 on $cg"; return 1; }
+	fi
+	echo "+io +memory" >$cg/cgroup.subtree_control || { fail "cannot enable io and memory"; return 1; }
+	rmdir "$cg/$1" 2>/dev/null
+	mkdir "$cg/$1" || { fail "cannot create cgroup $1"; return 1; }
+	echo "$cg/$1"
+}
+
+# vb_in_cgroup PATH ARGS...: vhost_blk_test ARGS in the cgroup at PATH.
+vb_in_cgroup() {
+	local cg=$1
+	shift
+	bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$VBT" "$@"
+}
+
+# vb_wz_ms: the whole-device write zeroes' time in ms from "slow operations".
+vb_wz_ms() { sed -n 's/.*write zeroes of 1 x [0-9]* MiB \([0-9]*\)\.[0-9] ms.*/\1/p'; }
+
+desc_vb_cgroup="slow operations run on kworkers, charged to the VMM's cgroups: a whole-device write zeroes of the 1 GiB null_blk (zero pages: no native write zeroes) from a VMM whose io.max is wbps=64 MiB/s takes at least 12 s, and the request arrays of 16 vrings of 32768 entries count in the VMM's memory.peak (at least 60 MiB above 16 vrings of 256)"
+timeout_vb_cgroup=600
+vb_cgroup() {
+	local free io m0 m1 dev t0 t1 p0 p1 rc=0
+	vhost_blk_load || return
+	free=$(vb_cgroup_new vmm-free) || return
+	io=$(vb_cgroup_new vmm-io) || return
+	dev=$(cat /sys/block/nullb0/dev)
+	echo "$dev wbps=67108864" >"$io/io.max" || fail "cannot set io.max" || return
+	vb_in_cgroup "$free" --backend /dev/nullb0 --mode functional --queues 2 --workers 1 \
+		--only "slow operations" >/tmp/cg-free.out 2>&1 || fail "unlimited run: $(tail -n 3 /tmp/cg-free.out)" || return
+	vb_in_cgroup "$io" --backend /dev/nullb0 --mode functional --queues 2 --workers 1 \
+		--only "slow operations" >/tmp/cg-io.out 2>&1 || fail "limited run: $(tail -n 3 /tmp/cg-io.out)" || return
+	t0=$(vb_wz_ms </tmp/cg-free.out)
+	t1=$(vb_wz_ms </tmp/cg-io.out)
+	note "write zeroes of 1 GiB: ${t0:-?} ms unlimited, ${t1:-?} ms at wbps=64 MiB/s; $dev io.stat: $(grep "^$dev " "$io/io.stat")"
+	[[ -n $t0 && -n $t1 ]] || fail "no write zeroes time in the output" || return
+	# Both halves run, so that each failure shows.
+	((t1 >= 12000)) || { fail "the limited write zeroes took ${t1} ms: the VMM's io.max did not hold"; rc=1; }
+	m0=$(vb_cgroup_new vmm-ring256) || return
+	m1=$(vb_cgroup_new vmm-ring32768) || return
+	vb_in_cgroup "$m0" --backend /dev/nullb0 --mode bench --queues 16 --ring 256 --mem 64 \
+		--time 1 >/tmp/cg-m0.out 2>&1 || fail "ring 256: $(tail -n 3 /tmp/cg-m0.out)" || return
+	vb_in_cgroup "$m1" --backend /dev/nullb0 --mode bench --queues 16 --ring 32768 --mem 64 \
+		--time 1 >/tmp/cg-m1.out 2>&1 || fail "ring 32768: $(tail -n 3 /tmp/cg-m1.out)" || return
+	p0=$(cat "$m0/memory.peak")
+	p1=$(cat "$m1/memory.peak")
+	note "memory.peak: $((p0 >> 20)) MiB with 16 vrings of 256, $((p1 >> 20)) MiB with 16 of 32768"
+	((p1 - p0 >= 60 << 20)) || { fail "16 vrings of 32768 entries cost the VMM's cgroup only $(((p1 - p0) >> 20)) MiB more"; rc=1; }
+	rmdir "$free" "$io" "$m0" "$m1"
+	return $rc
+}
+
+TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_bp vb_bp_fair vb_kill vb_wcache vb_xfs
+	vb_slow_discard vb_cgroup vb_unload)

@@ -21,7 +21,7 @@ series_cases() {
 	expect_eq "cases passed against the plan" "$oks" "$plan"
 }
 
-desc_cover_letters="make cover: a group per template in kernel/cover (io_uring, block, virtio-blk, vhost, the later io_uring fix, interrupt-path batching) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables; the io_uring fixes and the blk-mq batch fix carry Fixes:, the first io_uring fix and the blk-mq fix Cc: stable"
+desc_cover_letters="make cover: a group per template in kernel/cover (io_uring, block, virtio-blk, vhost, the later io_uring fix, interrupt-path batching) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables; the io_uring fixes and the blk-mq batch fix carry Fixes:, the first io_uring fix and the blk-mq fix Cc: stable; every patch is from and signed off by whoever runs it (git config), and a placeholder identity is warned about"
 cover_letters() {
 	local dir=$BUILD/logs/workflow/cover n total=0 g t
 	"$TOP/scripts/cover-letters.sh" "$dir" || fail "cover-letters.sh failed" || return
@@ -49,9 +49,37 @@ cover_letters() {
 	grep -q '^Cc: stable@vger.kernel.org' "$dir"/6-irq-batching/0001-*.patch ||
 		fail "the blk-mq batch fix has no Cc: stable" || return
 	grep -q '^| ' "$dir/6-irq-batching/0000-cover-letter.patch" ||
-		fail "the batching cover letter quotes no results table"
+		fail "the batching cover letter quotes no results table" || return
+	cover_identity "$dir"
 }
 series_count() { grep -c '^[0-9]\{4\}-.*\.patch$' "$TOP/kernel/patches/series"; }
+
+# cover_identity DIR: every patch of make cover's output is from the poster
+# (the git identity of whoever runs it) and signed off by the poster, and
+# cover-letters.sh takes the poster from git, not from a name of its own:
+# run again as someone else (GIT_CONFIG_GLOBAL), the patches are theirs,
+# with a warning for an identity that looks like a placeholder.
+cover_identity() {
+	local dir=$1 me p alt=$BUILD/logs/workflow/cover-alt cfg out
+	me="$(git -C "$KSRC" config user.name) <$(git -C "$KSRC" config user.email)>"
+	for p in "$dir"/*/[0-9]*.patch; do
+		[[ $p == */0000-* ]] && continue
+		grep -qxF "From: $me" "$p" || fail "$(basename "$p"): not from $me" || return
+		grep -qxF "Signed-off-by: $me" "$p" || fail "$(basename "$p"): not signed off by $me" || return
+	done
+	cfg=$(mktemp)
+	printf '[user]\n\tname = Test Poster\n\temail = poster@localhost\n' >"$cfg"
+	out=$(GIT_CONFIG_GLOBAL=$cfg "$TOP/scripts/cover-letters.sh" "$alt" 2>&1) || { rm -f "$cfg"; fail "cover-letters.sh as another poster: $out"; return; }
+	rm -f "$cfg"
+	grep -q "WARNING: the identity 'Test Poster <poster@localhost>' looks like a placeholder" <<<"$out" ||
+		fail "no warning for poster@localhost" || return
+	for p in "$alt"/*/[0-9]*.patch; do
+		[[ $p == */0000-* ]] && continue
+		grep -qxF "From: Test Poster <poster@localhost>" "$p" && grep -qxF "Signed-off-by: Test Poster <poster@localhost>" "$p" ||
+			fail "$(basename "$p"): not made the other poster's" || return
+	done
+	rm -rf "$alt"
+}
 
 desc_debug_info="the debug kernel's debug info decodes a vmlinux and a virtio_blk address to file:line (faddr2line); skipped on the guest kernel, which has none"
 debug_info() {

@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/nvme_ioctl.h>
 #include <linux/virtio_blk_cmd.h>
@@ -78,6 +79,7 @@ static struct {
 	int rsv_index;
 	uint64_t rsv_value;
 	bool raw_op_set;
+	bool submit_time;
 	uint32_t raw_op;
 	bool unmapped_buf;
 	bool unmapped_iov;
@@ -395,6 +397,8 @@ static void usage(void)
 "  -K         submit, then exit without waiting for completions\n"
 "  -T         ring with IORING_SETUP_DEFER_TASKRUN (and SINGLE_ISSUER)\n"
 "  -W FILE    open DEV, then wait until FILE exists before the command\n"
+"  -M         print submit_max_ms=N: the longest io_uring_submit() took\n"
+"             (an issue path that sleeps shows up here, not in the CQE)\n"
 " SQEs that io_uring reads after the submission returned:\n"
 "  -L         link the commands of each submission into one chain\n"
 "  -D         IOSQE_IO_DRAIN on every command\n"
@@ -414,8 +418,10 @@ int main(int argc, char **argv)
 	unsigned int submitted = 0, done = 0, inflight = 0;
 	int nr, fd, c, ret, failures = 0, first_bad = 0;
 	unsigned int setup;
+	struct timespec t0, t1;
+	long ms, submit_max_ms = 0;
 
-	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKTvW:w:LDdZV")) != -1) {
+	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKTvW:w:LDdZVM")) != -1) {
 		switch (c) {
 		case 's': o.sector = strtoull(optarg, NULL, 0); break;
 		case 'l': o.len = strtoul(optarg, NULL, 0); o.len_set = true; break;
@@ -454,6 +460,7 @@ int main(int argc, char **argv)
 		case 'd': o.drain_last = true; break;
 		case 'Z': o.scribble = true; break;
 		case 'V': o.nvme = true; break;
+		case 'M': o.submit_time = true; break;
 		default: usage();
 		}
 	}
@@ -560,9 +567,15 @@ int main(int argc, char **argv)
 		}
 		if (o.drain_last && prev)
 			prev->flags |= IOSQE_IO_DRAIN;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		ret = io_uring_submit(&ring);
 		if (ret < 0)
 			die("io_uring_submit", -ret);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms = (t1.tv_sec - t0.tv_sec) * 1000 +
+		     (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms > submit_max_ms)
+			submit_max_ms = ms;
 		/*
 		 * The SQ head has moved past every entry: userspace may reuse
 		 * them, and a command issued later from a link, the drain list
@@ -622,6 +635,8 @@ int main(int argc, char **argv)
 		} while (!io_uring_peek_cqe(&ring, &cqe));
 	}
 	io_uring_queue_exit(&ring);
+	if (o.submit_time)
+		printf("submit_max_ms=%ld\n", submit_max_ms);
 	if (failures) {
 		printf("failures=%d first=%s\n", failures, res_name(first_bad));
 		return 1;
