@@ -5,10 +5,40 @@
 export PATH=/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$TOP/build}
-KSRC=$BUILD/linux                 # the prepared kernel git tree
-BASE_TARBALL=${BASE_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
-BASE_PKG=linux-source-6.12
-PATCHES=${PATCHES:-$TOP/kernel/patches} # the series (tests point it at a scratch copy)
+# The series has two bases (Documentation/workflow.md, "Two bases"):
+#   mainline  Debian's linux-source-7.3 (trixie-backports): where the series
+#             is written and posted from; kernel/mainline, build/linux-mainline
+#   6.12      Debian's linux-source-6.12 (bookworm-security, trixie): its
+#             backport, the kernel Debian 13 runs; kernel/6.12, build/linux
+# KBASE picks one for every script; the default is 6.12.
+KBASE=${KBASE:-6.12}
+case $KBASE in
+mainline)
+	BASE_PKG=linux-source-7.3
+	BASE_SUITE=trixie-backports # where setup.sh fetches it from
+	KSRC=$BUILD/linux-mainline  # the prepared kernel git tree
+	OBJ_PREFIX=$BUILD/obj-mainline-
+	;;
+6.12)
+	BASE_PKG=linux-source-6.12
+	BASE_SUITE=''               # installed with apt-get from the host's sources
+	KSRC=$BUILD/linux
+	OBJ_PREFIX=$BUILD/obj-
+	;;
+*)
+	printf 'error: KBASE=%s: the bases are mainline and 6.12\n' "$KBASE" >&2
+	exit 1
+	;;
+esac
+# The base's tarball: the installed package's, else the one setup.sh fetched
+# into build/bases (a host whose apt sources do not carry the package).
+BASE_FETCHED=$BUILD/bases/$BASE_PKG
+if [[ -z ${BASE_TARBALL:-} ]]; then
+	BASE_TARBALL=/usr/src/$BASE_PKG.tar.xz
+	[[ -r $BASE_TARBALL || ! -r $BASE_FETCHED/$BASE_PKG.tar.xz ]] ||
+		BASE_TARBALL=$BASE_FETCHED/$BASE_PKG.tar.xz
+fi
+PATCHES=${PATCHES:-$TOP/kernel/$KBASE} # the series (tests point it at a scratch copy)
 CONFIGS=$TOP/kernel/configs
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -27,13 +57,18 @@ git_as_runner() {
 	fi
 }
 
-# The Debian version of the base, e.g. "6.12.117-1~deb12u1".
+# The Debian version of the base, e.g. "6.12.117-1~deb12u1": the installed
+# package's, or the fetched one's when that is the tarball in use.
 base_version() {
-	dpkg-query -W -f='${Version}' "$BASE_PKG" 2>/dev/null || echo unknown
+	if [[ $BASE_TARBALL == "$BASE_FETCHED/"* && -r $BASE_FETCHED/version ]]; then
+		cat "$BASE_FETCHED/version"
+	else
+		dpkg-query -W -f='${Version}' "$BASE_PKG" 2>/dev/null || echo unknown
+	fi
 }
 
-# Object directory of a kernel flavour ("guest" or "debug").
-kobj() { echo "$BUILD/obj-$1"; }
+# Object directory of a kernel flavour ("guest" or "debug") on this base.
+kobj() { echo "$OBJ_PREFIX$1"; }
 
 # Lines in a kernel log that fail a run or a test: WARN, BUG (KASAN reports
 # start with "BUG: KASAN"), Oops, lockdep and UBSAN reports, panics, hung tasks,

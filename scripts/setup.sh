@@ -1,12 +1,43 @@
 #!/usr/bin/env bash
 # Install everything the project needs on Debian 12, as root. Idempotent:
 # does nothing when all packages are already present.
+# With KBASE=mainline the base is linux-source-7.3, which Debian ships in
+# trixie-backports: installed with apt-get where the host's sources carry
+# it, else its package is fetched from that suite with a private apt
+# configuration (nothing in /etc/apt changes) and unpacked into
+# build/bases/ (not installed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh"
 
+# fetch_base: download BASE_PKG from BASE_SUITE into build/bases/BASE_PKG
+# (the tarball and a file with its version), unless it is there already.
+fetch_base() {
+	local dir=$BASE_FETCHED apt=$BUILD/bases/apt-$BASE_SUITE deb ver
+	[[ -r $dir/$BASE_PKG.tar.xz && -r $dir/version ]] && return 0
+	log "fetching $BASE_PKG from Debian's $BASE_SUITE (private apt configuration in ${apt#"$TOP"/})"
+	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/sources.list.d" "$dir"
+	printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian %s main\n' \
+		"$BASE_SUITE" >"$apt/sources.list"
+	local -a opts=(-o "Dir::Etc::SourceList=$apt/sources.list"
+		-o "Dir::Etc::SourceParts=$apt/sources.list.d"
+		-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
+		-o "Dir::State::status=/dev/null" -o "APT::Sandbox::User=root" -q)
+	apt-get "${opts[@]}" update >/dev/null
+	rm -f "$apt"/*.deb
+	(cd "$apt" && apt-get "${opts[@]}" download "$BASE_PKG") >/dev/null
+	deb=$(compgen -G "$apt/${BASE_PKG}_*.deb" | head -n 1) ||
+		die "could not download $BASE_PKG from $BASE_SUITE"
+	ver=$(dpkg-deb -f "$deb" Version)
+	rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir.tmp" "./usr/src/$BASE_PKG.tar.xz"
+	mv "$dir.tmp/usr/src/$BASE_PKG.tar.xz" "$dir/$BASE_PKG.tar.xz"
+	echo "$ver" >"$dir/version"
+	rm -rf "$dir.tmp" "$deb"
+	BASE_TARBALL=$dir/$BASE_PKG.tar.xz
+}
+
 PKGS=(
-	linux-source-6.12
 	build-essential bc bison flex libelf-dev libssl-dev dwarves cpio kmod
 	xz-utils rsync ccache python3 perl git
 	qemu-system-x86 qemu-utils
@@ -16,6 +47,8 @@ PKGS=(
 	dbench stress-ng attr
 	shellcheck python3-matplotlib sparse libseccomp-dev
 )
+# The 6.12 base comes from the host's own apt sources.
+[[ -n $BASE_SUITE ]] || PKGS=("$BASE_PKG" "${PKGS[@]}")
 
 # One dpkg-query for all: what is installed, by name.
 declare -A installed
@@ -48,6 +81,10 @@ or this line in /etc/apt/sources.list:
 then rerun."
 	fi
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+if [[ -n $BASE_SUITE && ! -r /usr/src/$BASE_PKG.tar.xz ]]; then
+	command -v dpkg-deb >/dev/null || die "no dpkg-deb: setup needs a Debian host"
+	fetch_base
 fi
 [[ -r $BASE_TARBALL ]] || die "$BASE_TARBALL missing after install"
 log "base: $BASE_PKG $(base_version)"
