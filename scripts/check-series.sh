@@ -85,7 +85,7 @@ kernel_files() {
 }
 
 build_at() { # build_at N: build the guest configuration at commit N
-	local c subj start obj=$BUILD/obj-bisect f
+	local c subj start obj=$(kobj bisect) f
 	# Counted from the tip the run started at: HEAD moves as commits are built.
 	c=$(git -C "$KSRC" rev-list --reverse "base..$tip" | sed -n "${1}p")
 	[[ -n $c ]] || { echo "builds: $1: FAILED (no commit $1 in base..HEAD)"; return 1; }
@@ -153,7 +153,7 @@ if [[ $what == build || $what == all ]]; then
 	else
 		mapfile -t list < <(seq "$(git -C "$KSRC" rev-list --count base..HEAD)" -1 1)
 	fi
-	obj=$BUILD/obj-bisect
+	obj=$(kobj bisect)
 	if [[ ! -f $obj/.config && -f $(kobj guest)/vmlinux ]]; then
 		# cp -a keeps the objects' times: make rebuilds exactly what
 		# the checkouts below make newer.

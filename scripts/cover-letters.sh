@@ -58,11 +58,11 @@ fi
 mapfile -t commits < <(git -C "$KSRC" rev-list --reverse "base..$branch")
 mapfile -t patches < <(series_patches "$PATCHES")
 ((${#commits[@]} == ${#patches[@]})) ||
-	die "build/linux has ${#commits[@]} commits, kernel/patches/series ${#patches[@]}: run make refresh"
+	die "build/linux has ${#commits[@]} commits, $PATCHES_REL/series ${#patches[@]}: run make refresh"
 
 rm -rf "$out"
 mkdir -p "$out"
-for tpl in "$TOP"/kernel/cover/*.txt; do
+for tpl in "$TOP"/kernel/cover/"$KBASE"/*.txt; do
 	name=$(basename "$tpl" .txt)
 	range=$(sed -n 's/^Patches: *//p' "$tpl" | head -n 1)
 	subject=$(sed -n 's/^Subject: *//p' "$tpl" | head -n 1)

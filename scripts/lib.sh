@@ -39,6 +39,7 @@ if [[ -z ${BASE_TARBALL:-} ]]; then
 		BASE_TARBALL=$BASE_FETCHED/$BASE_PKG.tar.xz
 fi
 PATCHES=${PATCHES:-$TOP/kernel/$KBASE} # the series (tests point it at a scratch copy)
+PATCHES_REL=${PATCHES#"$TOP"/}
 CONFIGS=$TOP/kernel/configs
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -218,9 +219,9 @@ series_state() {
 		{ [[ -z $head || $c == $(git -C "$KSRC" rev-parse HEAD) ]] ||
 			git -C "$KSRC" merge-base --is-ancestor "$head" "$c" 2>/dev/null; }; then
 		if [[ -z $recorded ]]; then
-			log "$KSRC has no record of its series (an older prepare.sh made it); it holds kernel/patches: recorded"
+			log "$KSRC has no record of its series (an older prepare.sh made it); it holds $PATCHES_REL: recorded"
 		else
-			log "kernel/patches changed since $KSRC was prepared, and the tree holds the new series: recorded"
+			log "$PATCHES_REL changed since $KSRC was prepared, and the tree holds the new series: recorded"
 		fi
 		series_record "$c"
 		SERIES_STATE=based SERIES_HEAD=$c
@@ -270,17 +271,17 @@ series_explain() {
 		return 0
 		;;
 	stale)
-		printf 'error: kernel/patches changed since %s was prepared (a git pull?);\n' "$k"
-		printf 'the tree has no local work: make prepare recreates it from kernel/patches\n'
+		printf 'error: '"$PATCHES_REL"' changed since %s was prepared (a git pull?);\n' "$k"
+		printf 'the tree has no local work: make prepare recreates it from '"$PATCHES_REL"'\n'
 		;;
 	stale-work)
 		if ((SERIES_LEGACY)); then
 			printf 'error: %s was made by an older prepare.sh (no record of its series) and\n' "$k"
-			printf 'does not hold kernel/patches: it is either out of date or holds your work.\n'
-			printf 'Nothing was changed. If it is your work on the current kernel/patches:\n'
-			printf '    make refresh FORCE=1    (git diff kernel/patches then shows what changed)\n'
+			printf 'does not hold '"$PATCHES_REL"': it is either out of date or holds your work.\n'
+			printf 'Nothing was changed. If it is your work on the current '"$PATCHES_REL"':\n'
+			printf '    make refresh FORCE=1    (git diff '"$PATCHES_REL"' then shows what changed)\n'
 		else
-			printf 'error: kernel/patches changed since %s was prepared (a git pull?),\n' "$k"
+			printf 'error: '"$PATCHES_REL"' changed since %s was prepared (a git pull?),\n' "$k"
 			printf 'and the tree has local work (%s). Nothing was changed.\n' "$(series_work)"
 			if [[ -n $(git -C "$KSRC" status --porcelain) ]]; then
 				printf 'To keep the work: commit what is uncommitted (git -C %s add, commit), then\n' "$k"

@@ -32,7 +32,7 @@ if [[ $mode == check ]]; then
 	series_state
 	case $SERIES_STATE in
 	based)
-		log "$KSRC is based on kernel/patches ($(series_work))"
+		log "$KSRC is based on $PATCHES_REL ($(series_work))"
 		exit 0
 		;;
 	absent) rc=1 ;;
@@ -54,11 +54,11 @@ if [[ -d $KSRC/.git ]]; then
 		series_state
 		case $SERIES_STATE in
 		based)
-			log "kernel tree exists: $KSRC, based on kernel/patches ($(series_work))"
+			log "kernel tree exists: $KSRC, based on $PATCHES_REL ($(series_work))"
 			exit 0
 			;;
 		stale)
-			log "kernel/patches changed since $KSRC was prepared and the tree has no local work: recreating it"
+			log "$PATCHES_REL changed since $KSRC was prepared and the tree has no local work: recreating it"
 			;;
 		*)
 			series_explain

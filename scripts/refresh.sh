@@ -152,7 +152,7 @@ if [[ $mode == export ]]; then
 	series_state
 	if [[ $SERIES_STATE != based ]]; then
 		series_explain
-		die "refusing to export $KSRC over kernel/patches: it was not made from kernel/patches as they are now (make refresh FORCE=1 exports it anyway)"
+		die "refusing to export $KSRC over $PATCHES_REL: it was not made from $PATCHES_REL as they are now (make refresh FORCE=1 exports it anyway)"
 	fi
 fi
 
@@ -181,7 +181,7 @@ check_export() {
 		elif series_same "$PATCHES/$name" "$out/$name"; then
 			moved+=("$name")
 		else
-			diff -u --label "kernel/patches/$name" --label "export/$name" \
+			diff -u --label "$PATCHES_REL/$name" --label "export/$name" \
 				<(series_placeless "$PATCHES/$name") <(series_placeless "$out/$name") >&2
 			bad=1
 		fi
@@ -194,14 +194,14 @@ check_export() {
 
 if [[ $mode == check ]]; then
 	if check_export; then
-		log "kernel/patches matches $KSRC"
+		log "$PATCHES_REL matches $KSRC"
 		exit 0
 	fi
-	die "kernel/patches differs from $KSRC (run scripts/refresh.sh)"
+	die "$PATCHES_REL differs from $KSRC (run scripts/refresh.sh)"
 fi
 
 find "$PATCHES" -maxdepth 1 -name '*.patch' -delete
 cp "$out"/*.patch "$PATCHES"/ 2>/dev/null || true
 cp "$out/series" "$PATCHES/series"
 series_record HEAD
-log "exported $(series_patches "$PATCHES" | grep -c . || true) patches to kernel/patches"
+log "exported $(series_patches "$PATCHES" | grep -c . || true) patches to $PATCHES_REL"

@@ -11,7 +11,7 @@ SUITE_NEEDS=(tree kernel)
 SERIES_PATCHES=()
 while read -r _p; do
 	[[ -z $_p || $_p == \#* ]] || SERIES_PATCHES+=("$_p")
-done <"$TOP/kernel/patches/series"
+done <"$PATCHES/series"
 TESTS=()
 for _p in "${SERIES_PATCHES[@]}"; do
 	TESTS+=("checkpatch_${_p%%-*}")
@@ -38,5 +38,5 @@ suite_run() {
 		esac
 		return
 	done
-	fail "no patch numbered $num in kernel/patches/series"
+	fail "no patch numbered $num in $PATCHES_REL/series"
 }

@@ -25,7 +25,7 @@ desc_cover_letters="make cover: a group per template in kernel/cover (io_uring, 
 cover_letters() {
 	local dir=$BUILD/logs/workflow/cover n total=0 g t
 	"$TOP/scripts/cover-letters.sh" "$dir" || fail "cover-letters.sh failed" || return
-	for t in "$TOP"/kernel/cover/*.txt; do
+	for t in "$TOP"/kernel/cover/"$KBASE"/*.txt; do
 		g=$(basename "$t" .txt)
 		[[ -f $dir/$g/0000-cover-letter.patch ]] || fail "no cover letter for $g" || return
 		grep -q '^base-commit: [0-9a-f]\{40\}$' "$dir/$g/0000-cover-letter.patch" ||
@@ -52,7 +52,7 @@ cover_letters() {
 		fail "the batching cover letter quotes no results table" || return
 	cover_identity "$dir"
 }
-series_count() { grep -c '^[0-9]\{4\}-.*\.patch$' "$TOP/kernel/patches/series"; }
+series_count() { grep -c '^[0-9]\{4\}-.*\.patch$' "$PATCHES/series"; }
 
 # cover_identity DIR: every patch of make cover's output is from the poster
 # (the git identity of whoever runs it) and signed off by the poster, and

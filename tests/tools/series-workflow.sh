@@ -127,7 +127,7 @@ t_wip() {
 	echo "uncommitted" >>"$KSRC/README"
 	run prepare.sh
 	expect "prepare keeps the tree" rc_is 0 &&
-		expect "it says so" out_has "based on kernel/patches \(1 local commit, uncommitted changes\)" &&
+		expect "it says so" out_has "based on .*patches \(1 local commit, uncommitted changes\)" &&
 		expect "the commit is still there" [ "$(tree log -1 --format=%s)" = "pt: work in progress" ] &&
 		{ run prepare.sh --check; expect "--check: based (0)" rc_is 0; } &&
 		{ run refresh.sh; expect "refresh exports it" rc_is 0; } &&
