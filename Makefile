@@ -39,8 +39,11 @@ debug-kernel: prepare
 
 # The daemons need nothing but libc; the test programs need the series'
 # uapi headers from the prepared tree. WERROR=1 makes warnings errors.
+# KBASE=mainline|6.12 (scripts/lib.sh) picks the kernel tree; the default is 6.12.
+KBASE ?= 6.12
+KTREE := $(CURDIR)/build/$(if $(filter mainline,$(KBASE)),linux-mainline,linux)
 tools: prepare
-	$(MAKE) -s -C tests/tools OUT=$(CURDIR)/build/tools
+	$(MAKE) -s -C tests/tools OUT=$(CURDIR)/build/tools KSRC=$(KTREE)
 	$(MAKE) -s -C tools/vufsd OUT=$(CURDIR)/build/tools WERROR=$(WERROR)
 	$(MAKE) -s -C tools/vhost-blk-bridge OUT=$(CURDIR)/build/tools WERROR=$(WERROR) \
 		UAPI=$(CURDIR)/build/tools/include

@@ -78,7 +78,8 @@ for tpl in "$TOP"/kernel/cover/"$KBASE"/*.txt; do
 	# the series before it as prerequisites.
 	git -C "$KSRC" format-patch -q --cover-letter --base=base --no-signature --abbrev=12 \
 		-o "$dir" "${commits[first - 1]}~1..${commits[last - 1]}"
-	# Each patch's author and the author's own sign-off become the poster's.
+	# Each patch's author, the author's own sign-off and a MAINTAINERS entry
+# naming the author become the poster's.
 	POSTER="$poster_name <$poster_email>" python3 - "$dir"/*.patch <<'PY'
 import os, re, sys
 poster = os.environ["POSTER"]
@@ -92,6 +93,8 @@ for p in sys.argv[1:]:
     author = re.sub(r"\s*\n[ \t]+", " ", m.group(1))
     head = head[:m.start()] + "From: " + poster + head[m.end():]
     body = body.replace("Signed-off-by: " + author + "\n", "Signed-off-by: " + poster + "\n")
+    # A MAINTAINERS entry the series adds names its author: the poster.
+    body = body.replace("+M:\t" + author + "\n", "+M:\t" + poster + "\n")
     open(p, "w").write(head + sep + body)
 PY
 	cover=$dir/0000-cover-letter.patch

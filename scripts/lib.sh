@@ -271,17 +271,17 @@ series_explain() {
 		return 0
 		;;
 	stale)
-		printf 'error: '"$PATCHES_REL"' changed since %s was prepared (a git pull?);\n' "$k"
-		printf 'the tree has no local work: make prepare recreates it from '"$PATCHES_REL"'\n'
+		printf 'error: %s changed since %s was prepared (a git pull?);\n' "$PATCHES_REL" "$k"
+		printf 'the tree has no local work: make prepare recreates it from %s\n' "$PATCHES_REL"
 		;;
 	stale-work)
 		if ((SERIES_LEGACY)); then
 			printf 'error: %s was made by an older prepare.sh (no record of its series) and\n' "$k"
-			printf 'does not hold '"$PATCHES_REL"': it is either out of date or holds your work.\n'
-			printf 'Nothing was changed. If it is your work on the current '"$PATCHES_REL"':\n'
-			printf '    make refresh FORCE=1    (git diff '"$PATCHES_REL"' then shows what changed)\n'
+			printf 'does not hold %s: it is either out of date or holds your work.\n' "$PATCHES_REL"
+			printf 'Nothing was changed. If it is your work on the current %s:\n' "$PATCHES_REL"
+			printf '    make refresh FORCE=1    (git diff %s then shows what changed)\n' "$PATCHES_REL"
 		else
-			printf 'error: '"$PATCHES_REL"' changed since %s was prepared (a git pull?),\n' "$k"
+			printf 'error: %s changed since %s was prepared (a git pull?),\n' "$PATCHES_REL" "$k"
 			printf 'and the tree has local work (%s). Nothing was changed.\n' "$(series_work)"
 			if [[ -n $(git -C "$KSRC" status --porcelain) ]]; then
 				printf 'To keep the work: commit what is uncommitted (git -C %s add, commit), then\n' "$k"

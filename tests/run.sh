@@ -10,12 +10,20 @@
 #   tests/run.sh --list [SELECTION...]        list them, run nothing
 #
 #   SELECTION  SUITE, SUITE:TEST, "host" or "guest" (all host or all guest
-#              suites); default: everything. Unknown names are an error.
+#              suites), each on the kernel base KBASE (scripts/lib.sh);
+#              BASE/... the same on the other base (mainline/poll,
+#              6.12/guest). Default: everything on KBASE, and on the other
+#              base the subset OTHER_BASE_DEFAULT names (below). Unknown
+#              names are an error.
 #   --debug    build and boot the debug kernel (KASAN, lockdep); test
 #              timeouts are tripled
 #
 # Logs: build/logs/SUITE/ (host tests: TEST.log; guest suites: the kept run
-# directory with console.log, output, dmesg and tests/TEST.log).
+# directory with console.log, output, dmesg and tests/TEST.log); the other
+# base's under build/logs/BASE/.
+# KBASE and lib.sh's settings are set anew in suite_info_on's subshell, on
+# purpose: shellcheck's notes that those changes stay there do not apply.
+# shellcheck disable=SC2030,SC2031
 set -uo pipefail
 # shellcheck source=../scripts/lib.sh
 . "$(dirname "$0")/../scripts/lib.sh"
@@ -36,9 +44,30 @@ done
 
 # ---- the plan -------------------------------------------------------------
 
+# The bases: KBASE's tests go by their plain names, the other base's by
+# BASE/SUITE:TEST. By default the other base runs the subset below (see
+# Documentation/workflow.md, "Two bases", for why these).
+PRIMARY=$KBASE
+case $PRIMARY in
+mainline) OTHER=6.12 ;;
+*) OTHER=mainline ;;
+esac
+OTHER_BASE_DEFAULT=(build:roundtrip series workflow:cover_letters build:tools build:initramfs guest)
+[[ -z ${VSTOR_OTHER_BASE_DEFAULT+set} ]] || read -ra OTHER_BASE_DEFAULT <<<"$VSTOR_OTHER_BASE_DEFAULT"
+base_prefix() { [[ $1 == "$PRIMARY" ]] || echo "$1/"; }
+
 mapfile -t SUITES < <(suite_names)
 declare -A KIND VM NEEDS REQUIRES FATAL
-ids=() tsuite=() tname=() ttimeout=() tdesc=()
+ids=() tsuite=() tname=() ttimeout=() tdesc=() tbase=()
+# suite_info_on BASE FILE: suite_info with scripts/lib.sh set up for BASE.
+suite_info_on() (
+	KBASE=$1
+	unset PATCHES PATCHES_REL BASE_TARBALL
+	. "$TOP/scripts/lib.sh"
+	suite_info "$2"
+)
+for b in "$PRIMARY" "$OTHER"; do
+pfx=$(base_prefix "$b")
 for s in "${SUITES[@]}"; do
 	while read -r key rest; do
 		case $key in
@@ -50,73 +79,92 @@ for s in "${SUITES[@]}"; do
 		requires) REQUIRES[$s]=$rest ;;
 		test)
 			read -r t to d <<<"$rest"
-			ids+=("$s:$t") tsuite+=("$s") tname+=("$t")
+			ids+=("$pfx$s:$t") tsuite+=("$s") tname+=("$t") tbase+=("$b")
 			ttimeout+=($((to * scale))) tdesc+=("$d")
 			;;
 		esac
-	done < <(suite_info "$(suite_file "$s")" || echo "error suite $s cannot be loaded")
+	done < <(suite_info_on "$b" "$(suite_file "$s")" || echo "error suite $s cannot be loaded")
 	if [[ ${KIND[$s]} == guest ]]; then
-		ids+=("$s:boot") tsuite+=("$s") tname+=(boot) ttimeout+=(0)
+		ids+=("$pfx$s:boot") tsuite+=("$s") tname+=(boot) ttimeout+=(0) tbase+=("$b")
 		tdesc+=("the guest booted, ran the suite and powered off; no kernel problem outside the tests; its daemons exited cleanly")
 	fi
 done
+done
 
 declare -A SEL
-select_suite() { # select_suite SUITE: every test of it
+select_suite() { # select_suite BASE SUITE: every test of it
 	local i
 	for i in "${!ids[@]}"; do
-		[[ ${tsuite[$i]} == "$1" ]] && SEL[${ids[$i]}]=1
+		[[ ${tbase[$i]} == "$1" && ${tsuite[$i]} == "$2" ]] && SEL[${ids[$i]}]=1
 	done
 }
-if ((${#sels[@]} == 0)); then
-	for s in "${SUITES[@]}"; do select_suite "$s"; done
-else
-	for w in "${sels[@]}"; do
+# select_words BASE WORD...: what the words select on BASE, and the build
+# steps that needs there.
+select_words() {
+	local b=$1 pfx w s i found any need="" step
+	shift
+	pfx=$(base_prefix "$b")
+	for w in "$@"; do
 		case $w in
 		host | guest)
 			for s in "${SUITES[@]}"; do
-				[[ ${KIND[$s]} == "$w" ]] && select_suite "$s"
+				[[ ${KIND[$s]} == "$w" ]] && select_suite "$b" "$s"
 			done
 			;;
 		*:*)
 			s=${w%%:*} found=0
 			[[ -n ${KIND[$s]:-} ]] || die "no suite '$s' (tests/run.sh --list shows them)"
 			for i in "${!ids[@]}"; do
-				[[ ${ids[$i]} == "$w" ]] && { SEL[$w]=1; found=1; }
+				[[ ${ids[$i]} == "$pfx$w" ]] && { SEL[$pfx$w]=1; found=1; }
 			done
-			((found)) || die "suite $s has no test '${w#*:}' (tests/run.sh --list $s)"
+			((found)) || die "suite $s has no test '${w#*:}' (tests/run.sh --list $pfx$s)"
 			# A guest test needs its boot, and the boot is judged whole.
-			[[ ${KIND[$s]} == guest ]] && SEL[$s:boot]=1
+			[[ ${KIND[$s]} == guest ]] && SEL[$pfx$s:boot]=1
 			;;
 		*)
 			[[ -n ${KIND[$w]:-} ]] || die "no suite '$w' (tests/run.sh --list shows them)"
-			select_suite "$w"
+			select_suite "$b" "$w"
 			;;
 		esac
 	done
 	# A boot alone means the whole suite.
 	for s in "${SUITES[@]}"; do
-		[[ ${KIND[$s]} == guest && -n ${SEL[$s:boot]:-} ]] || continue
+		[[ ${KIND[$s]} == guest && -n ${SEL[$pfx$s:boot]:-} ]] || continue
 		any=0
 		for i in "${!ids[@]}"; do
-			[[ ${tsuite[$i]} == "$s" && ${tname[$i]} != boot && -n ${SEL[${ids[$i]}]:-} ]] && any=1
+			[[ ${tbase[$i]} == "$b" && ${tsuite[$i]} == "$s" && ${tname[$i]} != boot && -n ${SEL[${ids[$i]}]:-} ]] && any=1
 		done
-		((any)) || select_suite "$s"
+		((any)) || select_suite "$b" "$s"
 	done
 	# The build steps the chosen suites stand on.
-	need=""
 	for s in "${SUITES[@]}"; do
 		for i in "${!ids[@]}"; do
-			[[ ${tsuite[$i]} == "$s" && -n ${SEL[${ids[$i]}]:-} ]] && { need+=" ${NEEDS[$s]}"; break; }
+			[[ ${tbase[$i]} == "$b" && ${tsuite[$i]} == "$s" && -n ${SEL[${ids[$i]}]:-} ]] && { need+=" ${NEEDS[$s]}"; break; }
 		done
 	done
 	if [[ -n ${need// /} ]]; then
-		SEL[build:deps]=1
-		[[ $need == *kernel* || $need == *tools* || $need == *tree* ]] && SEL[build:tree]=1
+		SEL[${pfx}build:deps]=1
+		[[ $need == *kernel* || $need == *tools* || $need == *tree* ]] && SEL[${pfx}build:tree]=1
 		for step in $need; do
-			[[ -n ${KIND[build]:-} ]] && SEL[build:$step]=1
+			[[ -n ${KIND[build]:-} ]] && SEL[${pfx}build:$step]=1
 		done
 	fi
+	return 0
+}
+if ((${#sels[@]} == 0)); then
+	for s in "${SUITES[@]}"; do select_suite "$PRIMARY" "$s"; done
+	((${#OTHER_BASE_DEFAULT[@]} == 0)) || select_words "$OTHER" "${OTHER_BASE_DEFAULT[@]}"
+else
+	mine=() theirs=()
+	for w in "${sels[@]}"; do
+		if [[ $w == "$OTHER"/* ]]; then
+			theirs+=("${w#"$OTHER"/}")
+		else
+			mine+=("${w#"$PRIMARY"/}")
+		fi
+	done
+	((${#mine[@]} == 0)) || select_words "$PRIMARY" "${mine[@]}"
+	((${#theirs[@]} == 0)) || select_words "$OTHER" "${theirs[@]}"
 fi
 
 plan=()
@@ -171,9 +219,10 @@ requirement_unmet() {
 	done
 }
 
-# run_host_suite SUITE INDEX...
+# run_host_suite SUITE INDEX... (on the base in KBASE)
 run_host_suite() {
-	local s=$1 i log rc start dir=$BUILD/logs/$1
+	local s=$1 i log rc start dir
+	dir=$BUILD/logs/$(base_prefix "$KBASE")$1
 	shift
 	mkdir -p "$dir"
 	for i in "$@"; do
@@ -194,7 +243,7 @@ run_host_suite() {
 			else
 				emit fail "$i" "exit $rc; log: $log"
 			fi
-			[[ ${FATAL[$s]} == 1 ]] && bailed=${ids[$i]}
+			[[ ${FATAL[$s]} == 1 ]] && bailed=${ids[$i]} && BAILED[$KBASE]=${ids[$i]}
 			;;
 		esac
 		echo "# ${ids[$i]}: $((SECONDS - start)) s"
@@ -205,8 +254,9 @@ run_host_suite() {
 # run_guest_suite SUITE INDEX...: one boot; the guest's own KTAP is checked
 # against the plan and renumbered.
 run_guest_suite() {
-	local s=$1 i keep=$BUILD/logs/$1 total=0 want=() exp=() boot="" all=1
+	local s=$1 i keep total=0 want=() exp=() boot="" all=1
 	local line id status rest vmrc=0 gplan="" bail="" j k problems=()
+	keep=$BUILD/logs/$(base_prefix "$KBASE")$1
 	shift
 	for i in "$@"; do
 		if [[ ${tname[$i]} == boot ]]; then
@@ -217,13 +267,13 @@ run_guest_suite() {
 		fi
 	done
 	for i in "${!ids[@]}"; do
-		[[ ${tsuite[$i]} == "$s" && ${tname[$i]} != boot && -z ${SEL[${ids[$i]}]:-} ]] && all=0
+		[[ ${tbase[$i]} == "$KBASE" && ${tsuite[$i]} == "$s" && ${tname[$i]} != boot && -z ${SEL[${ids[$i]}]:-} ]] && all=0
 	done
 	((all)) && want=()
 	rm -rf "$keep"
 	local -a vmargs
 	eval "vmargs=(${VM[$s]})"
-	echo "# boot $s ($flavor kernel): vm/vm.sh ${VM[$s]} -- tests/guest/run.sh $s ${want[*]}"
+	echo "# boot $s ($flavor kernel, base $KBASE): vm/vm.sh ${VM[$s]} -- tests/guest/run.sh $s ${want[*]}"
 	k=0
 	while IFS= read -r line; do
 		case $line in
@@ -310,30 +360,37 @@ run_guest_suite() {
 }
 
 echo "KTAP version 1"
-echo "# vstor tests, $flavor kernel: ${#plan[@]} tests${sels[*]:+ (selected: ${sels[*]})}"
+echo "# vstor tests, $flavor kernel, base $PRIMARY (and $OTHER/...): ${#plan[@]} tests${sels[*]:+ (selected: ${sels[*]})}"
 echo "1..${#plan[@]}"
 start=$SECONDS
-for s in "${SUITES[@]}"; do
-	mine=()
-	for i in "${plan[@]}"; do
-		[[ ${tsuite[$i]} == "$s" ]] && mine+=("$i")
+# A fatal failure (a build step) stops what follows on its own base only.
+declare -A BAILED
+for b in "$PRIMARY" "$OTHER"; do
+	export KBASE=$b
+	bailed=""
+	for s in "${SUITES[@]}"; do
+		mine=()
+		for i in "${plan[@]}"; do
+			[[ ${tbase[$i]} == "$b" && ${tsuite[$i]} == "$s" ]] && mine+=("$i")
+		done
+		((${#mine[@]})) || continue
+		if [[ -n ${BAILED[$b]:-} ]]; then
+			for i in "${mine[@]}"; do emit fail "$i" "not run: ${BAILED[$b]} failed"; done
+			continue
+		fi
+		why=$(requirement_unmet "$s")
+		if [[ -n $why ]]; then
+			for i in "${mine[@]}"; do emit skip "$i" "$why"; done
+			continue
+		fi
+		if [[ ${KIND[$s]} == guest ]]; then
+			run_guest_suite "$s" "${mine[@]}"
+		else
+			run_host_suite "$s" "${mine[@]}"
+		fi
 	done
-	((${#mine[@]})) || continue
-	if [[ -n $bailed ]]; then
-		for i in "${mine[@]}"; do emit fail "$i" "not run: $bailed failed"; done
-		continue
-	fi
-	why=$(requirement_unmet "$s")
-	if [[ -n $why ]]; then
-		for i in "${mine[@]}"; do emit skip "$i" "$why"; done
-		continue
-	fi
-	if [[ ${KIND[$s]} == guest ]]; then
-		run_guest_suite "$s" "${mine[@]}"
-	else
-		run_host_suite "$s" "${mine[@]}"
-	fi
 done
+export KBASE=$PRIMARY
 # Whatever the runner itself lost is a failure too.
 for i in "${plan[@]}"; do
 	[[ -n ${REPORTED[${ids[$i]}]:-} ]] || emit fail "$i" "no result (runner error)"

@@ -28,6 +28,10 @@ if [ ! -e "$TOP/vm/guest-init.sh" ]; then
 	mount --bind /dev/.vstor-top "$TOP"
 fi
 
+# The kernel base the host booted (scripts/lib.sh): what a nested guest boots.
+for w in $(cat /proc/cmdline); do
+	case $w in vstor.kbase=*) KBASE=${w#vstor.kbase=} && export KBASE ;; esac
+done
 mkdir -p /run/vstor
 mount -t 9p -o trans=virtio,version=9p2000.L,cache=none vstor /run/vstor
 hostname vstor-guest 2>/dev/null

@@ -22,7 +22,7 @@
 #   vm/initramfs.sh [--flavor guest|debug] [--out FILE]
 #   vm/initramfs.sh --check FILE
 #
-# Writes FILE (default build/initramfs/nested-FLAVOR.cpio, an uncompressed
+# Writes FILE (default build/initramfs/nested-KBASE-FLAVOR.cpio, an uncompressed
 # newc cpio archive) and FILE.inputs, a line per file that went in: its path
 # and its sha256 (files of this checkout and its build directory: scripts,
 # kernel modules) or its size and modification time (the host's programs
@@ -70,7 +70,7 @@ if [[ -n $check ]]; then
 fi
 modroot=$(kobj "$flavor")/modroot
 [[ -d $modroot/lib/modules ]] || die "no modules in $modroot: run scripts/build-kernel.sh $flavor"
-out=${out:-$BUILD/initramfs/nested-$flavor.cpio}
+out=${out:-$BUILD/initramfs/nested-$KBASE-$flavor.cpio}
 mkdir -p "$(dirname "$out")"
 out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
 [[ $(id -u) == 0 ]] || die "need root (device nodes, chroot)"

@@ -361,6 +361,8 @@ done
 cmdline="console=ttyS0 root=root rootfstype=9p"
 cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=1048576,cache=loose ro"
 cmdline+=" init=$TOP/vm/guest-init.sh panic=-1 loglevel=7"
+# The guest runs the same base's tools (a nested guest boots this base's kernel).
+cmdline+=" vstor.kbase=$KBASE"
 minimal_args=()
 if ((minimal)); then
 	cmdline+=" pci=noacpi 8250.nr_uarts=1"

@@ -222,7 +222,7 @@ br_failing() {
 # vm.sh's output in vm.out, the bridge's log and counters) is nested/NAME in
 # this boot's run directory, which the host keeps.
 BR_NEST=/run/vstor/nested
-BR_INITRAMFS=${BUILD:-$TOP/build}/initramfs/nested-guest.cpio
+BR_INITRAMFS=${BUILD:-$TOP/build}/initramfs/nested-${KBASE:-6.12}-guest.cpio
 # Limits of the steps, in seconds: 3 to 4 times the longest each took in
 # four runs on the 2-core build machine (in brackets; FIO and END with 8 MiB
 # per job then, 2 MiB now), so that a slower or busier host passes and a

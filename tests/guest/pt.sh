@@ -11,7 +11,7 @@ SUITE_NEEDS=(kernel tools fio)
 
 TESTS=(pt_node pt_info pt_get_id pt_cross_check pt_polled_no_irq
 	pt_segments pt_ranges pt_hostile pt_perms pt_readonly pt_concurrent
-	pt_queue_full pt_late_sqe pt_cancel pt_exit_defer pt_poll_runtime pt_fio_verify pt_fio_cross
+	pt_queue_full pt_late_sqe pt_cancel pt_exit_defer pt_exec_inflight pt_poll_runtime pt_fio_verify pt_fio_cross
 	pt_fio_trim_flush pt_compat32 pt_unplug)
 
 PT=$TOOLS/vblk_pt
@@ -482,6 +482,39 @@ pt_exit_defer() {
 		# shellcheck disable=SC2086
 		pt $nvme -P -T -q 8 -c 256 -l 4096 "$dev" read || fail "$dev: polled reads after the exits" || return
 	done
+}
+
+desc_pt_exec_inflight="a task that execs with polled passthrough commands in flight on an IOPOLL ring (no DEFER_TASKRUN) gets through exec: the cancel loop runs the task_work that completes them (virtio-blk and NVMe)"
+timeout_pt_exec_inflight=120
+pt_exec_inflight() {
+	local d dev nvme i pid
+	d=$(pt_disk) || return
+	for nvme in "" -V; do
+		dev=$(pt_dev "$d" "$nvme") || return
+		for ((i = 0; i < 5; i++)); do
+			# shellcheck disable=SC2086 # option list
+			"$PT" $nvme -P -E -q 32 -c 32 -l 4096 "$dev" read >/tmp/pe.out 2>&1 &
+			pid=$!
+			# Without the fix exec never returns: the task spins in the
+			# kernel, where no signal reaches it.
+			pt_exited "$pid" 20 || fail "$dev: exec with polled commands in flight still running after 20 s (round $i)" || return
+			wait "$pid" || fail "$dev: exec with I/O in flight: exit $? ($(tail -n1 /tmp/pe.out))" || return
+		done
+		# shellcheck disable=SC2086
+		pt $nvme -P -q 8 -c 256 -l 4096 "$dev" read || fail "$dev: polled reads after the execs" || return
+	done
+}
+
+# pt_exited PID SECS: child PID has exited (gone or a zombie) within SECS
+# seconds.
+pt_exited() {
+	local i st
+	for ((i = 0; i < $2 * 10; i++)); do
+		st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)
+		[[ -z $st || $st == Z ]] && return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 desc_pt_poll_runtime="IOPOLL passthrough follows the disk's poll queues: EOPNOTSUPP at 0, polled again at 1; going to 0 under a polled job completes what is in flight"

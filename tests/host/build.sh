@@ -12,7 +12,7 @@ desc_deps="Debian packages installed (scripts/setup.sh)"
 timeout_deps=1800
 deps() { "$TOP/scripts/setup.sh"; }
 
-desc_tree="build/linux is the Debian base with kernel/patches applied (scripts/prepare.sh)"
+desc_tree="the kernel tree (build/linux, build/linux-mainline) is the Debian base with the series applied (scripts/prepare.sh)"
 timeout_tree=900
 tree() { "$TOP/scripts/prepare.sh"; }
 

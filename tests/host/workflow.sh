@@ -7,7 +7,7 @@
 
 SUITE_ORDER=25
 SUITE_NEEDS=(deps kernel)
-TESTS=(series_cases cover_letters debug_info)
+TESTS=(series_cases cover_letters backports debug_info)
 
 desc_series_cases="fresh prepare, round trip, a pull with and without local work, stale refresh refused, series comments kept across renames, additions and removals, a new base release that moves hunks"
 series_cases() {
@@ -36,6 +36,10 @@ cover_letters() {
 		total=$((total + n))
 	done
 	expect_eq "patches in the groups" "$total" "$(series_count)" || return
+	if [[ $KBASE == mainline ]]; then
+		cover_mainline "$dir" && cover_identity "$dir"
+		return
+	fi
 	grep -q '^| ' "$dir/3-virtio-blk/0000-cover-letter.patch" ||
 		fail "the virtio-blk cover letter quotes no results table" || return
 	grep -q '^Fixes: 5eff57fa9f3a ' "$dir"/1-io_uring/0001-*.patch ||
@@ -52,6 +56,32 @@ cover_letters() {
 		fail "the batching cover letter quotes no results table" || return
 	cover_identity "$dir"
 }
+# cover_mainline DIR: what the mainline groups must carry: the fixes their
+# Fixes:, Cc: stable and Link: to the posting they answer, every cover a
+# Link to the earlier postings it answers.
+cover_mainline() {
+	local dir=$1 g
+	grep -q '^Fixes: 9ce6c9875f3e ' "$dir"/1-io_uring/0001-*.patch &&
+		grep -q '^Cc: stable@vger.kernel.org' "$dir"/1-io_uring/0001-*.patch ||
+		fail "the io_uring fix has no Fixes: or Cc: stable" || return
+	grep -q '^Fixes: f794f3351f26 ' "$dir"/4-irq-batching/0001-*.patch &&
+		grep -q '^Cc: stable@vger.kernel.org' "$dir"/4-irq-batching/0001-*.patch &&
+		grep -q '^Link: https://lore.kernel.org/r/' "$dir"/4-irq-batching/0001-*.patch ||
+		fail "the blk-mq batch fix has no Fixes:, Cc: stable or Link:" || return
+	grep -q '^Cc: stable@vger.kernel.org' "$dir"/4-irq-batching/0002-*.patch &&
+		grep -q '^Link: https://lore.kernel.org/r/20230620083857' "$dir"/4-irq-batching/0002-*.patch ||
+		fail "the zone append fix has no Cc: stable or Link: to Damien Le Moal's fix" || return
+	for g in 1-io_uring 2-virtio-blk 3-vhost 4-irq-batching; do
+		grep -q 'https://lore.kernel.org/r/' "$dir/$g/0000-cover-letter.patch" ||
+			fail "$g: the cover letter links no earlier posting" || return
+	done
+	grep -q '^| ' "$dir/2-virtio-blk/0000-cover-letter.patch" ||
+		fail "the virtio-blk cover letter quotes no results table"
+}
+
+desc_backports="each patch of kernel/6.12 names what it carries (an upstream commit, a kernel/mainline patch, or why it is 6.12 only) and each mainline patch has exactly one backport (scripts/check-backports.sh)"
+backports() { "$TOP/scripts/check-backports.sh"; }
+
 series_count() { grep -c '^[0-9]\{4\}-.*\.patch$' "$PATCHES/series"; }
 
 # cover_identity DIR: every patch of make cover's output is from the poster
@@ -77,6 +107,8 @@ cover_identity() {
 		[[ $p == */0000-* ]] && continue
 		grep -qxF "From: Test Poster <poster@localhost>" "$p" && grep -qxF "Signed-off-by: Test Poster <poster@localhost>" "$p" ||
 			fail "$(basename "$p"): not made the other poster's" || return
+		! grep -q "^+M:.*$(git -C "$KSRC" config user.email)" "$p" ||
+			fail "$(basename "$p"): a MAINTAINERS entry still names the patch author, not the poster" || return
 	done
 	rm -rf "$alt"
 }

@@ -87,6 +87,7 @@ static struct {
 	bool addr_set;
 	uint64_t addr;
 	bool quit_early;
+	bool exec_early;
 	bool defer_tw;
 	bool show;
 	const char *wait_file;
@@ -395,6 +396,7 @@ static void usage(void)
 "  -B         first iovec's base not mapped\n"
 "  -N         64-byte SQEs (no IORING_SETUP_SQE128)\n"
 "  -K         submit, then exit without waiting for completions\n"
+"  -E         submit, then exec /bin/true without waiting for completions\n"
 "  -T         ring with IORING_SETUP_DEFER_TASKRUN (and SINGLE_ISSUER)\n"
 "  -W FILE    open DEV, then wait until FILE exists before the command\n"
 "  -M         print submit_max_ms=N: the longest io_uring_submit() took\n"
@@ -421,7 +423,7 @@ int main(int argc, char **argv)
 	struct timespec t0, t1;
 	long ms, submit_max_ms = 0;
 
-	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKTvW:w:LDdZVM")) != -1) {
+	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKETvW:w:LDdZVM")) != -1) {
 		switch (c) {
 		case 's': o.sector = strtoull(optarg, NULL, 0); break;
 		case 'l': o.len = strtoul(optarg, NULL, 0); o.len_set = true; break;
@@ -451,6 +453,7 @@ int main(int argc, char **argv)
 		case 'B': o.unmapped_iov_base = true; break;
 		case 'N': o.sqe64 = true; break;
 		case 'K': o.quit_early = true; break;
+		case 'E': o.exec_early = true; break;
 		case 'T': o.defer_tw = true; break;
 		case 'v': o.show = true; break;
 		case 'W': o.wait_file = optarg; break;
@@ -588,6 +591,17 @@ int main(int argc, char **argv)
 			/* Leave with everything in flight: the ring's exit cleans up. */
 			printf("submitted=%u\n", submitted);
 			_exit(0);
+		}
+		if (o.exec_early) {
+			/*
+			 * exec with everything in flight: exec cancels this
+			 * task's requests, polling an IOPOLL ring until each
+			 * has completed, and /bin/true then exits 0.
+			 */
+			printf("submitted=%u\n", submitted);
+			fflush(stdout);
+			execl("/bin/true", "true", (char *)NULL);
+			die("execl /bin/true", errno);
 		}
 
 		struct io_uring_cqe *cqe;
