@@ -15,7 +15,10 @@
 #   [ 6.12 only: REASON ]                a fix mainline does not need
 #
 # A bracket may go on over lines that start with two spaces (commit
-# messages keep to 75 columns).
+# messages keep to 75 columns). A mainline patch that 6.12 does not need
+# is named in BACKPORT_DIR/series by a comment line
+#
+#   # Not needed in 6.12: "SUBJECT" (why)
 # Fails when a backport names nothing, names a mainline subject the
 # mainline series does not have, or when a mainline patch has no backport
 # or more than one.
@@ -78,6 +81,17 @@ for p in "${bp_list[@]}"; do
 	fi
 done
 
+# Mainline patches the backport says it does not need.
+while IFS= read -r s; do
+	if [[ -z ${ml_num[$s]:-} ]]; then
+		printf 'error: %s/series says mainline "%s" is not needed, but kernel/mainline does not have it\n' "${bp#"$TOP"/}" "$s" >&2
+		bad=1
+	else
+		printf 'mainline %s  not needed in 6.12  %s\n' "${ml_num[$s]}" "$s"
+		ml_refs[$s]+=" none"
+	fi
+done < <(sed -n 's/^# Not needed in 6\.12: "\(.*\)".*$/\1/p' "$bp/series")
+
 for s in "${!ml_num[@]}"; do
 	read -ra refs <<<"${ml_refs[$s]}"
 	if ((${#refs[@]} != 1)); then
@@ -87,4 +101,4 @@ for s in "${!ml_num[@]}"; do
 	fi
 done
 ((bad == 0)) || die "the 6.12 series is not the mainline series' backport (see above)"
-log "every one of the ${#ml_list[@]} mainline patches has one backport among the ${#bp_list[@]} 6.12 patches"
+log "each of the ${#ml_list[@]} mainline patches has one backport among the ${#bp_list[@]} 6.12 patches, or is named not needed there"
