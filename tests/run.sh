@@ -52,7 +52,7 @@ case $PRIMARY in
 mainline) OTHER=6.12 ;;
 *) OTHER=mainline ;;
 esac
-OTHER_BASE_DEFAULT=(build:roundtrip series workflow:cover_letters build:tools build:initramfs guest)
+OTHER_BASE_DEFAULT=(build:roundtrip series workflow:cover_letters build:tools pt repoll vhost)
 [[ -z ${VSTOR_OTHER_BASE_DEFAULT+set} ]] || read -ra OTHER_BASE_DEFAULT <<<"$VSTOR_OTHER_BASE_DEFAULT"
 base_prefix() { [[ $1 == "$PRIMARY" ]] || echo "$1/"; }
 

@@ -11,7 +11,7 @@ TESTS=(repoll_initial repoll_set repoll_bad_input repoll_hipri_0_to_m
 	repoll_idle_poller repoll_flip_under_load repoll_flip_polled_load
 	repoll_to_zero_hipri_ring repoll_concurrent_writers repoll_stuck_kill
 	repoll_resize_race repoll_remove_race
-	repoll_hot_unplug repoll_wce_kept repoll_wce_pci_reset repoll_info_during_change)
+	repoll_hot_unplug repoll_wce_kept repoll_info_during_change)
 
 rp_disk() { disk_by_serial vstor0; }
 rp_attr() { echo "/sys/block/$1/num_poll_queues"; }
@@ -405,28 +405,6 @@ rp_fsync_writes() {
 	fio --name=fs --filename="/dev/$1" --ioengine=sync --direct=1 --rw=write \
 		--bs=4k --size=256k --fsync=1 >/tmp/fs.out 2>&1 ||
 		fail "fio fsync writes: $(tail -n 3 /tmp/fs.out)"
-}
-
-desc_repoll_wce_pci_reset="a PCI function reset of the disk (virtio's reset_prepare/reset_done, mainline) keeps the cache mode set through cache_type in QEMU, in both modes, and the disk keeps its poll queues and works; skipped where virtio-blk has no reset_done (6.12)"
-repoll_wce_pci_reset() {
-	local d pci mode want c0
-	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
-	grep -qw virtblk_reset_done /proc/kallsyms || { skip "virtio-blk has no reset_done in this kernel"; return; }
-	pci=$(basename "$(readlink -f "/sys/block/$d/device/..")")
-	[[ -w /sys/bus/pci/devices/$pci/reset ]] || fail "no PCI reset for $pci" || return
-	rp_set "$d" 1 2 || return
-	for mode in "write through" "write back"; do
-		want=0
-		[[ $mode == "write back" ]] && want=1
-		expect_eq "set $mode" "$(sysfs_write "/sys/block/$d/cache_type" "$mode")" OK || return
-		expect_eq "reset $pci" "$(sysfs_write "/sys/bus/pci/devices/$pci/reset" 1)" OK || return
-		read -r c0 _ < <(rp_qemu_cache vdisk1) || fail "QMP query-block" || return
-		expect_eq "QEMU's cache after '$mode' and a PCI reset" "$c0" "$want" || return
-		expect_eq "guest cache_type after the reset" "$(cat "/sys/block/$d/cache_type")" "$mode" || return
-		expect_types "$d" 1 1 || return
-		quick_verify "$d" 1 || return
-	done
-	rp_set "$d" 0 2
 }
 
 desc_repoll_wce_kept="the cache mode set through cache_type survives a poll-queue change, which resets the device (QEMU's reset restores the mode it started with): after write through and a change, QEMU caches no writes; after write back and a change, fsync'd writes reach QEMU as flushes (fio --fsync=1: at least half of 64)"
