@@ -85,7 +85,8 @@ kernel_files() {
 }
 
 build_at() { # build_at N: build the guest configuration at commit N
-	local c subj start obj=$(kobj bisect) f
+	local c subj start obj f
+	obj=$(kobj bisect)
 	# Counted from the tip the run started at: HEAD moves as commits are built.
 	c=$(git -C "$KSRC" rev-list --reverse "base..$tip" | sed -n "${1}p")
 	[[ -n $c ]] || { echo "builds: $1: FAILED (no commit $1 in base..HEAD)"; return 1; }

@@ -29,7 +29,8 @@ if [ ! -e "$TOP/vm/guest-init.sh" ]; then
 fi
 
 # The kernel base the host booted (scripts/lib.sh): what a nested guest boots.
-for w in $(cat /proc/cmdline); do
+read -r cmdline </proc/cmdline
+for w in $cmdline; do
 	case $w in vstor.kbase=*) KBASE=${w#vstor.kbase=} && export KBASE ;; esac
 done
 mkdir -p /run/vstor
