@@ -279,7 +279,8 @@ run_guest_suite() {
 		case $line in
 		"ok "* | "not ok "*)
 			if [[ $line =~ ^(not\ )?ok\ [0-9]+\ ([^ ]+)(.*)$ ]]; then
-				id=${BASH_REMATCH[2]} rest=${BASH_REMATCH[3]}
+				# The guest names tests without the base's prefix.
+				id=$(base_prefix "$KBASE")${BASH_REMATCH[2]} rest=${BASH_REMATCH[3]}
 				status=ok
 				[[ -n ${BASH_REMATCH[1]} ]] && status=fail
 				[[ $rest == " # SKIP"* ]] && status=skip
