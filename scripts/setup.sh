@@ -2,10 +2,10 @@
 # Install everything the project needs on Debian 12, as root. Idempotent:
 # does nothing when all packages are already present.
 # With KBASE=mainline the base is linux-source-7.3, which Debian ships in
-# trixie-backports: installed with apt-get where the host's sources carry
-# it, else its package is fetched from that suite with a private apt
-# configuration (nothing in /etc/apt changes) and unpacked into
-# build/bases/ (not installed).
+# trixie-backports: its /usr/src tarball is used when the package is
+# installed; otherwise the package is fetched from that suite with a
+# private apt configuration (nothing in /etc/apt changes) and its tarball
+# unpacked into build/bases/ (nothing is installed).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh"
