@@ -188,7 +188,7 @@ fi
 
 # ---- results --------------------------------------------------------------
 
-n=0 passed=0 failed=0 skipped=0 bailed=""
+n=0 passed=0 failed=0 skipped=0
 declare -A REPORTED
 # emit ok|fail|skip INDEX [COMMENT]: the result of planned test INDEX.
 emit() {
@@ -243,11 +243,11 @@ run_host_suite() {
 			else
 				emit fail "$i" "exit $rc; log: $log"
 			fi
-			[[ ${FATAL[$s]} == 1 ]] && bailed=${ids[$i]} && BAILED[$KBASE]=${ids[$i]}
+			[[ ${FATAL[$s]} == 1 ]] && BAILED[$KBASE]=${ids[$i]}
 			;;
 		esac
 		echo "# ${ids[$i]}: $((SECONDS - start)) s"
-		[[ -z $bailed ]] || return
+		[[ -z ${BAILED[$KBASE]:-} ]] || return
 	done
 }
 
@@ -368,7 +368,6 @@ start=$SECONDS
 declare -A BAILED
 for b in "$PRIMARY" "$OTHER"; do
 	export KBASE=$b
-	bailed=""
 	for s in "${SUITES[@]}"; do
 		mine=()
 		for i in "${plan[@]}"; do
