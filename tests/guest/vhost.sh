@@ -139,6 +139,21 @@ vb_bp_fair() {
 		fair_run --qd 32 --busy-poll 1000
 }
 
+desc_vb_bp_fair_load="busy polling on a loaded machine: two CPU-bound processes per CPU run beside the two polling vrings (window 1000) on one worker, which are still served within 2x of each other at QD1 with the driver polling, and at QD32"
+vb_bp_fair_load() {
+	vhost_blk_load || return
+	local hogs=() i rc
+	for ((i = 0; i < 2 * $(nproc); i++)); do
+		sh -c 'while :; do :; done' &
+		hogs+=($!)
+	done
+	fair_run --qd 1 --busy-poll 1000 --poll && fair_run --qd 32 --busy-poll 1000
+	rc=$?
+	kill "${hogs[@]}"
+	wait "${hogs[@]}" 2>/dev/null
+	return $rc
+}
+
 desc_vb_kill="owner killed with I/O in flight (SIGKILL), on 1 and 2 workers, without and with busy polling (a 30 s window, QD 1 and 32): the process exits, nothing hangs, the module still unloads"
 vb_kill() {
 	vhost_blk_load || return
@@ -352,5 +367,5 @@ vb_cgroup() {
 	return $rc
 }
 
-TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_bp vb_bp_fair vb_kill vb_wcache vb_xfs
+TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_bp vb_bp_fair vb_bp_fair_load vb_kill vb_wcache vb_xfs
 	vb_slow_discard vb_cgroup vb_unload)
