@@ -83,7 +83,7 @@ if [[ -z $(git -C "$KSRC" status --porcelain | head -n 1) ]]; then
 		exit 0
 	fi
 fi
-rm -f "$obj/.vstor-built"
+rm -f "$obj/.vstor-built" "$obj/.vstor-built-at"
 
 # Configure in a scratch object tree, then compare.
 kmake O="$scratch" tinyconfig >/dev/null
@@ -148,5 +148,9 @@ start=$SECONDS
 	die "kernel build failed: see $obj/build.log"
 }
 grep -E 'warning:' "$obj/build.log" >&2 || true
-[[ -z $stamp ]] || echo "$stamp" >"$obj/.vstor-built"
+if [[ -n $stamp ]]; then
+	echo "$stamp" >"$obj/.vstor-built"
+	# The commit the objects are, for scripts/check-series.sh's copy.
+	git -C "$KSRC" rev-parse HEAD >"$obj/.vstor-built-at"
+fi
 log "built $obj/arch/x86/boot/bzImage and modules (in $obj/modroot) in $((SECONDS - start))s ($(make -s -C "$KSRC" O="$obj" kernelrelease))"

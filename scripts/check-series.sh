@@ -4,7 +4,7 @@
 # at every patch, not just at the top, and sparse (make C=2) finds nothing
 # in the lines the patch adds to the C files it touches.
 #   scripts/check-series.sh checkpatch [PATCH...]   default: every patch
-#   scripts/check-series.sh build [N...]            default: every commit
+#   scripts/check-series.sh build [--quick] [N...]  default: every commit
 #   scripts/check-series.sh [all]                   both
 # PATCH is a file name from kernel/patches/series; N counts the commits of
 # build/linux from base (1 is the first patch). One line per check,
@@ -23,6 +23,16 @@
 # commit above it change. (From the first, the
 # first check would compile the whole kernel: the Kconfig symbols of later
 # patches change autoconf.h, so no compile matches ccache's.)
+#
+# --quick (what make test's series:builds_NNNN run): at a commit that
+# changes no Kconfig, Makefile, Kbuild, arch/ or scripts/ file, compile
+# only the objects whose sources or headers differ from the commit
+# build/obj-bisect was last built at (Kbuild's own dependency lists say
+# which), and skip the link and modpost; the last patch of every cover
+# letter group (kernel/cover/KBASE) and any commit the rule above excludes
+# get the whole build, so every group as posted links and passes modpost.
+# A full build per commit spends most of its time walking the tree and
+# linking, whatever the commit changes.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -84,6 +94,44 @@ kernel_files() {
 		grep -qvE '^(Documentation/|tools/|MAINTAINERS$)'
 }
 
+# quick_objects PREV C: with C checked out, the objects of build/obj-bisect
+# to compile when it was last built at PREV, one per line (none: nothing
+# to compile), or "full" when C needs the whole build (see the header).
+quick_objects() {
+	local prev=$1 c=$2 rel f cmd src
+	local -a files
+	mapfile -t files < <({
+		git -C "$KSRC" diff --name-only "$prev" "$c"
+		git -C "$KSRC" diff-tree --no-commit-id --name-only -r "$c"
+	} | grep -vE '^(Documentation/|tools/|MAINTAINERS$)' | sort -u)
+	((${#files[@]})) || return 0
+	if printf '%s\n' "${files[@]}" |
+		grep -qE '(^|/)(Kconfig[^/]*|Makefile[^/]*|Kbuild)$|^(arch|scripts)/'; then
+		echo full
+		return 0
+	fi
+	# Kbuild's DIR/.NAME.o.cmd names the object's source ("source_OBJ :=
+	# PATH") and every header it read ("  PATH \"), as paths relative to
+	# the object directory when the tree is its sibling, else absolute.
+	rel=$(realpath --relative-to="$obj" "$KSRC")
+	printf '  %s \\\n' "${files[@]/#/$rel/}" "${files[@]/#/$KSRC/}" >"$obj/quick.deps"
+	printf ' := %s\n' "${files[@]/#/$rel/}" "${files[@]/#/$KSRC/}" >"$obj/quick.srcs"
+	(
+		cd "$obj" || exit
+		# grep exits 1 for a batch without a match: not an error here.
+		find . -name '.*.o.cmd' -print0 | xargs -0 -r grep -lxF -f quick.deps -- || true
+		find . -name '.*.o.cmd' -print0 | xargs -0 -r grep -lF -f quick.srcs -- || true
+	) | sort -u | while read -r cmd; do
+		src=$(sed -n 's/^source_[^ ]* := //p' "$obj/$cmd")
+		[[ $src == /* ]] || src=$obj/$src
+		# Objects of sources that C does not have yet (or no more).
+		[[ -f $src ]] || continue
+		f=${cmd#./}
+		f=$(dirname "$f")/$(basename "$f" .cmd)
+		echo "${f/\/./\/}"
+	done
+}
+
 build_at() { # build_at N: build the guest configuration at commit N
 	local c subj start obj f
 	obj=$(kobj bisect)
@@ -118,12 +166,50 @@ build_at() { # build_at N: build the guest configuration at commit N
 	git -C "$KSRC" diff-tree --no-commit-id --name-only --diff-filter=d -r "$c" |
 		grep -vE '^(Documentation/|tools/|MAINTAINERS$)' | (cd "$KSRC" && xargs -r touch --)
 	mkdir -p "$obj"
-	cp "$cfg" "$obj/.config"
-	if make -C "$KSRC" O="$obj" CC="ccache gcc" olddefconfig >"$obj/config.log" 2>&1 &&
-		make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$(nproc)" bzImage modules >"$obj/bisect.log" 2>&1 &&
-		! grep -q 'warning:' "$obj/bisect.log" &&
-		sparse_at "$c" "$obj"; then
-		echo "builds: $1 $subj: ok"
+	local how=full prev objs=() targets=(bzImage modules)
+	prev=$(cat "$obj/.vstor-bisect-at" 2>/dev/null || true)
+	# A commit no longer in the tree (the series was refreshed since):
+	# nothing is known about the objects.
+	git -C "$KSRC" cat-file -e "${prev:-none}^{commit}" 2>/dev/null || prev=""
+	if ((quick)) && [[ $prev == "$c" && -f $obj/.vstor-bisect-linked ]]; then
+		# A copy of the guest kernel built and linked at this commit.
+		how=linked
+	elif ((quick)) && [[ -n $prev ]]; then
+		mapfile -t objs < <(quick_objects "$prev" "$c")
+		[[ ${objs[*]} == full ]] || how=quick
+		# A Kconfig or Makefile change away from a group's end: the
+		# whole tree and modpost, without the final link.
+		[[ $how == full && " ${group_ends[*]} " != *" $1 "* ]] && targets=(vmlinux_o modules)
+		[[ " ${group_ends[*]} " == *" $1 "* ]] && how=full targets=(bzImage modules)
+	fi
+	# Whatever happens below, the objects are this commit's from now on.
+	echo "$c" >"$obj/.vstor-bisect-at"
+	rm -f "$obj/.vstor-bisect-linked"
+	if [[ $how == linked ]]; then
+		cp "$obj/build.log" "$obj/bisect.log"
+		touch "$obj/.vstor-bisect-linked"
+	elif [[ $how == full ]]; then
+		cp "$cfg" "$obj/.config"
+		make -C "$KSRC" O="$obj" CC="ccache gcc" olddefconfig >"$obj/config.log" 2>&1 &&
+			make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$(nproc)" "${targets[@]}" >"$obj/bisect.log" 2>&1
+	elif ((${#objs[@]})); then
+		make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$(nproc)" "${objs[@]}" >"$obj/bisect.log" 2>&1
+	else
+		: >"$obj/bisect.log"
+	fi && ! grep -q 'warning:' "$obj/bisect.log" && sparse_at "$c" "$obj"
+	# shellcheck disable=SC2181 # the if/elif chain above is one command
+	if (($? == 0)); then
+		if [[ $how == linked ]]; then
+			echo "builds: $1 $subj: ok (the guest kernel, built and linked at this commit)"
+		elif [[ $how == full ]]; then
+			if [[ ${targets[0]} == bzImage ]]; then
+				echo "builds: $1 $subj: ok"
+			else
+				echo "builds: $1 $subj: ok (vmlinux.o, and the modules with modpost; no final link)"
+			fi
+		else
+			echo "builds: $1 $subj: ok (compiled the ${#objs[@]} objects it and the commit built before change; no link)"
+		fi
 		log "built and checked in $((SECONDS - start)) s"
 	else
 		grep -E 'error|warning' "$obj/bisect.log" | head -20 | sed 's/^/  /'
@@ -143,7 +229,25 @@ if [[ $what == checkpatch || $what == all ]]; then
 	for p in "${list[@]}"; do checkpatch "$p" || rc=1; done
 fi
 
+quick=0
+if [[ $what == build && ${1:-} == --quick ]]; then
+	quick=1
+	shift
+fi
 if [[ $what == build || $what == all ]]; then
+	# The last patch of each cover letter group that changes the kernel:
+	# built whole also when quick.
+	mapfile -t all < <(git -C "$KSRC" rev-list --reverse base..HEAD)
+	group_ends=()
+	for f in "$TOP"/kernel/cover/"$KBASE"/*.txt; do
+		f=$(sed -n 's/^Patches: *\([0-9]*-\)\{0,1\}\([0-9]*\).*/\2/p' "$f" | head -n 1)
+		[[ -n $f ]] || continue
+		f=$((10#$f))
+		while ((f > 1)) && [[ -n ${all[f - 1]:-} ]] && ! kernel_files "${all[f - 1]}"; do
+			f=$((f - 1))
+		done
+		group_ends+=("$f")
+	done
 	[[ -z $(git -C "$KSRC" status --porcelain --untracked-files=no) ]] ||
 		die "build/linux has uncommitted changes: commit or stash them first"
 	cfg=$(kobj guest)/.config
@@ -162,6 +266,11 @@ if [[ $what == build || $what == all ]]; then
 		rm -rf "$obj" "$obj.tmp"
 		cp -a "$(kobj guest)" "$obj.tmp"
 		rm -rf "$obj.tmp/modroot" "$obj.tmp/.vstor-built"
+		# Built and linked whole at that commit (a clean tree's build).
+		if [[ -f $obj.tmp/.vstor-built-at ]]; then
+			mv "$obj.tmp/.vstor-built-at" "$obj.tmp/.vstor-bisect-at"
+			touch "$obj.tmp/.vstor-bisect-linked"
+		fi
 		mv "$obj.tmp" "$obj"
 	fi
 	orig=$(git -C "$KSRC" symbolic-ref -q --short HEAD || git -C "$KSRC" rev-parse HEAD)
@@ -169,7 +278,9 @@ if [[ $what == build || $what == all ]]; then
 	trap 'git -C "$KSRC" checkout -q "$orig"' EXIT
 	trap 'exit 130' INT TERM
 	export KBUILD_BUILD_TIMESTAMP="2000-01-01" KBUILD_BUILD_USER=vstor KBUILD_BUILD_HOST=vstor
-	export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=1
+	# The checkouts leave sources newer than ccache's direct mode trusts:
+	# without the sloppiness, every hit costs a preprocessor run.
+	export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime
 	for nth in "${list[@]}"; do build_at "$nth" || rc=1; done
 fi
 exit $rc
