@@ -32,7 +32,15 @@
 # letter group (kernel/cover/KBASE) and any commit the rule above excludes
 # get the whole build, so every group as posted links and passes modpost.
 # A full build per commit spends most of its time walking the tree and
-# linking, whatever the commit changes.
+# linking, whatever the commit changes. What a quick build does not check
+# at each commit: the link, modpost, and objtool's checks of built-in code
+# (on vmlinux.o) and of multi-object modules (on the module's object); the
+# next group end does them. A failed or interrupted build makes the next
+# one whole. make check (no --quick) builds every commit whole.
+#
+# sparse is the one scripts/build-sparse.sh names: mainline's Makefile
+# skips the check, with a message this script fails on, when the tree
+# rejects Debian's sparse.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -64,12 +72,17 @@ checkpatch() { # checkpatch PATCH
 # whatever sparse says about them upstream.
 sparse_at() {
 	local c=$1 obj=$2 f bad
-	command -v sparse >/dev/null || { echo "  sparse is not installed (scripts/setup.sh installs it)"; return 1; }
 	: >"$obj/sparse.log"
 	while read -r f; do
 		[[ $f == *.c && -f $obj/${f%.c}.o ]] || continue
-		make -C "$KSRC" O="$obj" CC="ccache gcc" C=2 "${f%.c}.o" >>"$obj/sparse.log" 2>&1 || return 1
+		make -C "$KSRC" O="$obj" CC="ccache gcc" C=2 CHECK="$sparse" "${f%.c}.o" >>"$obj/sparse.log" 2>&1 || return 1
 	done < <(git -C "$KSRC" diff-tree --no-commit-id --name-only -r "$c")
+	# Mainline's Makefile turns C=2 into nothing, with this message, when
+	# scripts/checker-valid.sh rejects the sparse (build-sparse.sh).
+	if grep -q 'sparse is not available or not up to date' "$obj/sparse.log"; then
+		echo "  sparse: $sparse is rejected by the tree's scripts/checker-valid.sh: nothing was checked"
+		return 1
+	fi
 	# FILE:LINE of every line the commit adds, then the sparse messages on them.
 	git -C "$KSRC" diff -U0 "$c~1" "$c" | awk '
 		/^\+\+\+ b\// { file = substr($0, 7) }
@@ -98,38 +111,57 @@ kernel_files() {
 # to compile when it was last built at PREV, one per line (none: nothing
 # to compile), or "full" when C needs the whole build (see the header).
 quick_objects() {
-	local prev=$1 c=$2 rel f cmd src
+	local prev=$1 c=$2 rel
 	local -a files
 	mapfile -t files < <({
 		git -C "$KSRC" diff --name-only "$prev" "$c"
 		git -C "$KSRC" diff-tree --no-commit-id --name-only -r "$c"
 	} | grep -vE '^(Documentation/|tools/|MAINTAINERS$)' | sort -u)
 	((${#files[@]})) || return 0
-	if printf '%s\n' "${files[@]}" |
-		grep -qE '(^|/)(Kconfig[^/]*|Makefile[^/]*|Kbuild)$|^(arch|scripts)/'; then
+	if grep -qE '(^|/)(Kconfig[^/]*|Makefile[^/]*|Kbuild)$|^(arch|scripts)/' < <(printf '%s\n' "${files[@]}"); then
 		echo full
 		return 0
 	fi
 	# Kbuild's DIR/.NAME.o.cmd names the object's source ("source_OBJ :=
-	# PATH") and every header it read ("  PATH \"), as paths relative to
-	# the object directory when the tree is its sibling, else absolute.
+	# PATH") and every header it read ("  PATH \"), relative to the object
+	# directory when the tree is its sibling, else absolute, and not
+	# normalized (block/partitions/../blk.h). Objects made from generated
+	# sources (under the object directory) are not compile units of ours.
 	rel=$(realpath --relative-to="$obj" "$KSRC")
-	printf '  %s \\\n' "${files[@]/#/$rel/}" "${files[@]/#/$KSRC/}" >"$obj/quick.deps"
-	printf ' := %s\n' "${files[@]/#/$rel/}" "${files[@]/#/$KSRC/}" >"$obj/quick.srcs"
-	(
-		cd "$obj" || exit
-		# grep exits 1 for a batch without a match: not an error here.
-		find . -name '.*.o.cmd' -print0 | xargs -0 -r grep -lxF -f quick.deps -- || true
-		find . -name '.*.o.cmd' -print0 | xargs -0 -r grep -lF -f quick.srcs -- || true
-	) | sort -u | while read -r cmd; do
-		src=$(sed -n 's/^source_[^ ]* := //p' "$obj/$cmd")
-		[[ $src == /* ]] || src=$obj/$src
-		# Objects of sources that C does not have yet (or no more).
-		[[ -f $src ]] || continue
-		f=${cmd#./}
-		f=$(dirname "$f")/$(basename "$f" .cmd)
-		echo "${f/\/./\/}"
-	done
+	printf '%s\n' "${files[@]}" >"$obj/quick.files"
+	# shellcheck disable=SC2016 # awk's program
+	(cd "$obj" && find . -name '.*.o.cmd' -print0 | xargs -0 -r awk -v rel="$rel/" -v abs="$KSRC/" '
+		function norm(p,   n, i, k, out, parts, st) {
+			n = split(p, parts, "/"); k = 0
+			for (i = 1; i <= n; i++) {
+				if (parts[i] == "." || (parts[i] == "" && i > 1)) continue
+				if (parts[i] == ".." && k > 0 && st[k] != "..") { k--; continue }
+				st[++k] = parts[i]
+			}
+			out = st[1]
+			for (i = 2; i <= k; i++) out = out "/" st[i]
+			return out
+		}
+		function tree(p) {
+			if (index(p, rel) == 1) p = substr(p, length(rel) + 1)
+			else if (index(p, abs) == 1) p = substr(p, length(abs) + 1)
+			else return ""
+			return norm(p)
+		}
+		function flush() { if (hit && tree(src) != "") print prev "\t" src }
+		BEGIN { while ((getline f < "quick.files") > 0) want[f] = 1 }
+		FNR == 1 { flush(); src = ""; hit = 0; prev = FILENAME }
+		/^source_/ { src = $3; if (tree(src) in want) hit = 1 }
+		/^  [^ ]+ \\$/ { if (tree($1) in want) hit = 1 }
+		END { flush() }') |
+		while IFS=$'\t' read -r cmd src; do
+			[[ $src == /* ]] || src=$obj/$src
+			# Objects of sources that C does not have yet (or no more).
+			[[ -f $src ]] || continue
+			cmd=${cmd#./}
+			cmd=$(dirname "$cmd")/$(basename "$cmd" .cmd)
+			echo "${cmd/\/./\/}"
+		done
 }
 
 build_at() { # build_at N: build the guest configuration at commit N
@@ -166,29 +198,35 @@ build_at() { # build_at N: build the guest configuration at commit N
 	git -C "$KSRC" diff-tree --no-commit-id --name-only --diff-filter=d -r "$c" |
 		grep -vE '^(Documentation/|tools/|MAINTAINERS$)' | (cd "$KSRC" && xargs -r touch --)
 	mkdir -p "$obj"
-	local how=full prev objs=() targets=(bzImage modules)
+	local how=full prev objs=() targets=(bzImage modules) ok=0
+	# The record says which commit every object is built at. It is written
+	# only after a build succeeded: after a failed or killed one, the next
+	# build is a whole one, which make's times make right.
 	prev=$(cat "$obj/.vstor-bisect-at" 2>/dev/null || true)
-	# A commit no longer in the tree (the series was refreshed since):
-	# nothing is known about the objects.
+	# A commit no longer in the tree (the series was refreshed since), or a
+	# guest configuration changed since: nothing is known about the objects.
 	git -C "$KSRC" cat-file -e "${prev:-none}^{commit}" 2>/dev/null || prev=""
+	cmp -s "$cfg" "$obj/.vstor-bisect-config" || prev=""
 	if ((quick)) && [[ $prev == "$c" && -f $obj/.vstor-bisect-linked ]]; then
-		# A copy of the guest kernel built and linked at this commit.
+		# A copy of the guest kernel built and linked at this commit;
+		# its own files compile again for their warnings (from ccache).
 		how=linked
+		quick_objects "$c" "$c" >"$obj/quick.list" || prev=""
+		mapfile -t objs <"$obj/quick.list"
 	elif ((quick)) && [[ -n $prev ]]; then
-		mapfile -t objs < <(quick_objects "$prev" "$c")
-		[[ ${objs[*]} == full ]] || how=quick
+		quick_objects "$prev" "$c" >"$obj/quick.list" || prev=""
+		mapfile -t objs <"$obj/quick.list"
+		[[ -z $prev || ${objs[*]} == full ]] || how=quick
 		# A Kconfig or Makefile change away from a group's end: the
 		# whole tree and modpost, without the final link.
-		[[ $how == full && " ${group_ends[*]} " != *" $1 "* ]] && targets=(vmlinux_o modules)
-		[[ " ${group_ends[*]} " == *" $1 "* ]] && how=full targets=(bzImage modules)
+		[[ $how == full ]] && targets=(vmlinux_o modules)
 	fi
-	# Whatever happens below, the objects are this commit's from now on.
-	echo "$c" >"$obj/.vstor-bisect-at"
-	rm -f "$obj/.vstor-bisect-linked"
-	if [[ $how == linked ]]; then
-		cp "$obj/build.log" "$obj/bisect.log"
-		touch "$obj/.vstor-bisect-linked"
-	elif [[ $how == full ]]; then
+	[[ " ${group_ends[*]} " == *" $1 "* && $how == quick ]] && how=full
+	[[ $how == full && (" ${group_ends[*]} " == *" $1 "* || $quick == 0 || -z $prev) ]] &&
+		targets=(bzImage modules)
+	[[ $how == linked && ${objs[*]} == full ]] && objs=()
+	rm -f "$obj/.vstor-bisect-at" "$obj/.vstor-bisect-linked"
+	if [[ $how == full ]]; then
 		cp "$cfg" "$obj/.config"
 		make -C "$KSRC" O="$obj" CC="ccache gcc" olddefconfig >"$obj/config.log" 2>&1 &&
 			make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$(nproc)" "${targets[@]}" >"$obj/bisect.log" 2>&1
@@ -196,11 +234,18 @@ build_at() { # build_at N: build the guest configuration at commit N
 		make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$(nproc)" "${objs[@]}" >"$obj/bisect.log" 2>&1
 	else
 		: >"$obj/bisect.log"
-	fi && ! grep -q 'warning:' "$obj/bisect.log" && sparse_at "$c" "$obj"
-	# shellcheck disable=SC2181 # the if/elif chain above is one command
-	if (($? == 0)); then
+	fi && ok=1
+	if ((ok)); then
+		echo "$c" >"$obj/.vstor-bisect-at"
+		cp "$cfg" "$obj/.vstor-bisect-config"
+		[[ $how == linked || ($how == full && ${targets[0]} == bzImage) ]] && touch "$obj/.vstor-bisect-linked"
+		# Compiler and modpost warnings (modpost writes WARNING:).
+		grep -qiE 'warning:' "$obj/bisect.log" && ok=0
+	fi
+	((ok)) && ! sparse_at "$c" "$obj" && ok=0
+	if ((ok)); then
 		if [[ $how == linked ]]; then
-			echo "builds: $1 $subj: ok (the guest kernel, built and linked at this commit)"
+			echo "builds: $1 $subj: ok (the guest kernel, built and linked at this commit; its ${#objs[@]} objects compiled again)"
 		elif [[ $how == full ]]; then
 			if [[ ${targets[0]} == bzImage ]]; then
 				echo "builds: $1 $subj: ok"
@@ -250,6 +295,7 @@ if [[ $what == build || $what == all ]]; then
 	done
 	[[ -z $(git -C "$KSRC" status --porcelain --untracked-files=no) ]] ||
 		die "build/linux has uncommitted changes: commit or stash them first"
+	sparse=$("$TOP/scripts/build-sparse.sh") || die "no sparse that ${KSRC#"$TOP"/} accepts"
 	cfg=$(kobj guest)/.config
 	[[ -f $cfg ]] || die "build the guest kernel first (scripts/build-kernel.sh)"
 	kbuild_lock
