@@ -166,7 +166,8 @@ def machine(d, args):
     git = ["git", "-C", TOP]
     dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.splitlines()
-    series = [ln for ln in read(os.path.join(TOP, "kernel/patches/series")).splitlines()
+    # bench/run.sh passes the kernel base it runs on (scripts/lib.sh, KBASE).
+    series = [ln for ln in read(os.environ.get("BENCH_SERIES", "")).splitlines()
               if ln.strip() and not ln.startswith("#")]
     fio_built = os.path.join(build, "fio", "fio")
     info = {
@@ -181,10 +182,10 @@ def machine(d, args):
             "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         },
         "kernel": {
-            "base_package": "linux-source-6.12",
-            "base_version": run(["dpkg-query", "-W", "-f=${Version}", "linux-source-6.12"]),
-            "guest_release": read(os.path.join(build, "obj-guest", "include", "config",
-                                               "kernel.release"), "unknown"),
+            "base_package": os.environ.get("BENCH_BASE_PKG", "unknown"),
+            "base_version": os.environ.get("BENCH_BASE_VERSION", "unknown"),
+            "guest_release": read(os.path.join(os.environ.get("BENCH_GUEST_OBJ", ""),
+                                               "include", "config", "kernel.release"), "unknown"),
             "patches": len(series),
         },
         "qemu": run(["qemu-system-x86_64", "--version"]),

@@ -133,7 +133,8 @@ fi
 mkdir -p "$out/raw" "$out/logs" "$out/plots"
 out=$(cd "$out" && pwd)
 
-"$PY" "$REPORT" machine "$out" "${all_args[@]}"
+BENCH_SERIES=$PATCHES/series BENCH_BASE_PKG=$BASE_PKG BENCH_BASE_VERSION=$(base_version) \
+	BENCH_GUEST_OBJ=$(kobj guest) "$PY" "$REPORT" machine "$out" "${all_args[@]}"
 log "results: $out"
 
 # wait_kbuild: a kernel build in progress would take the cores the guest
