@@ -315,6 +315,7 @@ if [[ $what == build || $what == all ]]; then
 		# Built and linked whole at that commit (a clean tree's build).
 		if [[ -f $obj.tmp/.vstor-built-at ]]; then
 			mv "$obj.tmp/.vstor-built-at" "$obj.tmp/.vstor-bisect-at"
+			cp "$cfg" "$obj.tmp/.vstor-bisect-config"
 			touch "$obj.tmp/.vstor-bisect-linked"
 		fi
 		mv "$obj.tmp" "$obj"
