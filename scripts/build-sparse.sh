@@ -41,8 +41,10 @@ printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http:
 opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=$apt/sources.list.d"
 	-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
 	-o "Dir::State::status=/dev/null" -o "APT::Sandbox::User=root" -q)
-apt-get "${opts[@]}" update >"$apt/update.log" 2>&1 ||
-	die "apt-get update for Debian $suite's sources failed: see $apt/update.log"
+if ! apt-get "${opts[@]}" update >"$apt/update.log" 2>&1; then
+	tail -n 5 "$apt/update.log" >&2
+	die "apt-get update for Debian $suite's sources failed (a Debian 12 root without bookworm-updates' debian-archive-keyring may lack the key $suite is signed with): see $apt/update.log"
+fi
 (cd "$apt" && apt-get "${opts[@]}" source --download-only sparse) >"$apt/source.log" 2>&1 ||
 	die "could not download sparse's source package from Debian $suite: see $apt/source.log"
 orig=$(compgen -G "$apt/sparse_*.orig.tar.*" | head -n 1) ||
