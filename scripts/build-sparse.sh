@@ -35,16 +35,8 @@ fi
 suite=sid apt=$BUILD/sparse/apt
 log "Debian's sparse ($(sparse --version)) is too old for ${KSRC#"$TOP"/}; building sparse from Debian $suite's source package"
 rm -rf "$apt"
-mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/sources.list.d"
-printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian %s main\n' \
-	"$suite" >"$apt/sources.list"
-opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=$apt/sources.list.d"
-	-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
-	-o "Dir::State::status=/dev/null" -o "APT::Sandbox::User=root" -q)
-if ! apt-get "${opts[@]}" update >"$apt/update.log" 2>&1; then
-	tail -n 5 "$apt/update.log" >&2
-	die "apt-get update for Debian $suite's sources failed (a Debian 12 root without bookworm-updates' debian-archive-keyring may lack the key $suite is signed with): see $apt/update.log"
-fi
+private_apt "$apt" "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main"
+opts=("${PRIVATE_APT[@]}")
 (cd "$apt" && apt-get "${opts[@]}" source --download-only sparse) >"$apt/source.log" 2>&1 ||
 	die "could not download sparse's source package from Debian $suite: see $apt/source.log"
 orig=$(compgen -G "$apt/sparse_*.orig.tar.*" | head -n 1) ||

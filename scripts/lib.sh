@@ -330,3 +330,29 @@ series_backup() {
 	fi
 	echo "$dir"
 }
+
+# private_apt DIR LINE: an apt configuration of its own in DIR, with LINE
+# as its only sources entry, and its index fetched; nothing in /etc/apt
+# changes and nothing is installed. Sets PRIVATE_APT to the apt-get options
+# that use it. The index's freshness check is dropped only when the mirror
+# serves it past its Valid-Until date (a snapshot mirror or a caching proxy
+# does): signatures are still verified, so a replayed index can offer only
+# packages Debian signed, and the callers check what they build from them.
+PRIVATE_APT=()
+private_apt() {
+	local dir=$1 line=$2
+	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/sources.list.d"
+	printf '%s\n' "$line" >"$dir/sources.list"
+	PRIVATE_APT=(-o "Dir::Etc::SourceList=$dir/sources.list"
+		-o "Dir::Etc::SourceParts=$dir/sources.list.d"
+		-o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache"
+		-o "Dir::State::status=/dev/null" -o "APT::Sandbox::User=root" -q)
+	apt-get "${PRIVATE_APT[@]}" update >"$dir/update.log" 2>&1 && return 0
+	if grep -q 'is expired' "$dir/update.log"; then
+		log "the mirror's index for '$line' is past its Valid-Until date; fetching it again without the freshness check (signatures are still verified)"
+		PRIVATE_APT+=(-o Acquire::Check-Valid-Until=false)
+		apt-get "${PRIVATE_APT[@]}" update >>"$dir/update.log" 2>&1 && return 0
+	fi
+	tail -n 5 "$dir/update.log" >&2
+	die "apt-get update for '$line' failed: see $dir/update.log"
+}

@@ -16,14 +16,9 @@ fetch_base() {
 	local dir=$BASE_FETCHED apt=$BUILD/bases/apt-$BASE_SUITE deb ver
 	[[ -r $dir/$BASE_PKG.tar.xz && -r $dir/version ]] && return 0
 	log "fetching $BASE_PKG from Debian's $BASE_SUITE (private apt configuration in ${apt#"$TOP"/})"
-	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/sources.list.d" "$dir"
-	printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian %s main\n' \
-		"$BASE_SUITE" >"$apt/sources.list"
-	local -a opts=(-o "Dir::Etc::SourceList=$apt/sources.list"
-		-o "Dir::Etc::SourceParts=$apt/sources.list.d"
-		-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
-		-o "Dir::State::status=/dev/null" -o "APT::Sandbox::User=root" -q)
-	apt-get "${opts[@]}" update >/dev/null
+	mkdir -p "$dir"
+	private_apt "$apt" "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $BASE_SUITE main"
+	local -a opts=("${PRIVATE_APT[@]}")
 	rm -f "$apt"/*.deb
 	(cd "$apt" && apt-get "${opts[@]}" download "$BASE_PKG") >/dev/null
 	deb=$(compgen -G "$apt/${BASE_PKG}_*.deb" | head -n 1) ||

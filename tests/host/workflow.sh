@@ -7,7 +7,7 @@
 
 SUITE_ORDER=25
 SUITE_NEEDS=(deps kernel)
-TESTS=(series_cases cover_letters backports debug_info)
+TESTS=(series_cases cover_letters backports apt_expired debug_info)
 
 desc_series_cases="fresh prepare, round trip, a pull with and without local work, stale refresh refused, series comments kept across renames, additions and removals, a new base release that moves hunks"
 series_cases() {
@@ -81,6 +81,55 @@ cover_mainline() {
 
 desc_backports="each patch of kernel/6.12 names what it carries (an upstream commit, a kernel/mainline patch, or why it is 6.12 only) and each mainline patch has exactly one backport (scripts/check-backports.sh)"
 backports() { "$TOP/scripts/check-backports.sh"; }
+
+desc_apt_expired="a private apt configuration (private_apt in scripts/lib.sh, used for 7.3's source and sid's sparse): an index the mirror serves past its Valid-Until date is fetched again with only the freshness check dropped, and only then; any other failure of apt-get update stops with its log named"
+apt_expired() {
+	local dir=$BUILD/logs/workflow/apt-expired mode calls out rc
+	rm -rf "$dir" && mkdir -p "$dir/bin"
+	# A stand-in apt-get: logs its options, then answers as a mirror would
+	# whose index is fresh (ok), expired (expired), or unreachable (down).
+	cat >"$dir/bin/apt-get" <<'EOS'
+#!/bin/bash
+echo "$*" >>"$FAKE_APT_DIR/calls"
+case $FAKE_APT in
+ok) exit 0 ;;
+expired)
+	[[ " $* " == *" Acquire::Check-Valid-Until=false "* ]] && exit 0
+	echo "E: Release file for http://deb.debian.org/debian/dists/sid/InRelease is expired (invalid since 28d 9h 2min 9s). Updates for this repository will not be applied."
+	exit 100 ;;
+*) echo "E: Failed to fetch http://deb.debian.org/debian/dists/sid/InRelease  Could not resolve 'deb.debian.org'"; exit 100 ;;
+esac
+EOS
+	chmod +x "$dir/bin/apt-get"
+	for mode in ok expired down; do
+		rm -f "$dir/calls"
+		rc=0
+		# lib.sh puts the system's directories first in PATH: the stand-in
+		# goes in front after it is sourced.
+		out=$(FAKE_APT=$mode FAKE_APT_DIR=$dir bash -c \
+			'. "$1/scripts/lib.sh" && PATH=$2/bin:$PATH && private_apt "$2/apt" "deb-src http://deb.debian.org/debian sid main" && echo "opts: ${PRIVATE_APT[*]}"' \
+			_ "$TOP" "$dir" 2>&1) || rc=$?
+		printf '%s: exit %s\n%s\n' "$mode" "$rc" "$out"
+		calls=$(wc -l <"$dir/calls")
+		case $mode in
+		ok)
+			expect_eq "ok: exit" "$rc" 0 || return
+			expect_eq "ok: apt-get calls" "$calls" 1 || return
+			! grep -q Check-Valid-Until <<<"$out" || fail "ok: the freshness check was dropped for a fresh index" || return ;;
+		expired)
+			expect_eq "expired: exit" "$rc" 0 || return
+			expect_eq "expired: apt-get calls" "$calls" 2 || return
+			! head -n 1 "$dir/calls" | grep -q Check-Valid-Until || fail "expired: the first try already dropped the check" || return
+			grep -q 'opts: .*Acquire::Check-Valid-Until=false' <<<"$out" || fail "expired: later apt-get calls would not skip the check" || return
+			grep -q 'past its Valid-Until date' <<<"$out" || fail "expired: the retry was not announced" || return ;;
+		down)
+			[[ $rc -ne 0 ]] || fail "down: private_apt succeeded" || return
+			expect_eq "down: apt-get calls" "$calls" 1 || return
+			grep -q "error: apt-get update for .* failed: see $dir/apt/update.log" <<<"$out" || fail "down: no error naming the log" || return
+			grep -q "Could not resolve" <<<"$out" || fail "down: apt's own message not shown" || return ;;
+		esac
+	done
+}
 
 series_count() { grep -c '^[0-9]\{4\}-.*\.patch$' "$PATCHES/series"; }
 
