@@ -377,6 +377,15 @@ fi
 # "The mainline debug-kernel run"). Nothing tested here depends on the
 # paging depth; the guest kernel keeps LA57.
 [[ $flavor != debug ]] || cmdline+=" no5lvl"
+# Under TCG the guest's TSC follows the host's clock and is the same for
+# every vCPU, but the clocksource watchdog compares it with the emulated
+# HPET, and a vCPU thread the host deschedules between the two reads looks
+# like skew: on a busy host the guest marks the TSC unstable and switches
+# to the HPET, whose every read is an emulated MMIO access. Three guests
+# of one make test run did so, 15 to 80 s after boot, and their
+# time-stamping tests ran up to 3.5 times slower from then on; a benchmark
+# would change speed in mid-run.
+[[ $accel != tcg ]] || cmdline+=" tsc=reliable"
 cmdline+=" rcupdate.rcu_cpu_stall_timeout=60 brd.rd_nr=0 null_blk.nr_devices=0$append"
 
 machine=(-machine pc)
