@@ -2,13 +2,15 @@
 # Make the series postable group by group: for each cover letter template
 # in kernel/cover/ (one per tree: io_uring, virtio-blk, vhost), run git
 # format-patch on the patches it names and write its text, with the tables
-# it quotes from Documentation/results.md, into the cover letter.
+# it quotes from the base's results page, into the cover letter: the
+# mainline groups quote Documentation/results-mainline.md (measured on
+# 7.3), the 6.12 groups Documentation/results.md.
 #
 #   scripts/cover-letters.sh [OUTDIR]      default: build/cover
 #
 # OUTDIR/NAME/ gets 0000-cover-letter.patch and the group's patches,
 # numbered within the group. Each cover letter ends with base-commit: (the
-# Debian linux-source-6.12 tree the series applies to) and, for a group
+# Debian linux-source tree of KBASE the series applies to) and, for a group
 # that needs earlier patches of the series, their prerequisite-patch-id:
 # lines. A template is:
 #
@@ -16,16 +18,19 @@
 #   Subject: the cover letter's subject
 #   (blank line)
 #   the text; a line @@results:HEADING@@ is replaced by that section's
-#   command paragraph and table from Documentation/results.md
+#   command paragraph and table from the base's results page
 #
 # Fails if a template names a patch the series does not have, a heading
-# results.md does not have, or if a placeholder is left in the output.
+# the results page does not have, or if a placeholder is left in the output.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 out=${1:-$BUILD/cover}
-results=$TOP/Documentation/results.md
+case $KBASE in
+mainline) results=$TOP/Documentation/results-mainline.md ;;
+*) results=$TOP/Documentation/results.md ;;
+esac
 [[ -d $KSRC/.git ]] || die "no kernel tree at $KSRC: run scripts/prepare.sh"
 branch=$(git -C "$KSRC" symbolic-ref -q --short HEAD || echo master)
 
@@ -104,7 +109,7 @@ PY
 	sed '1,/^$/d' "$tpl" | while IFS= read -r line; do
 		if [[ $line =~ ^@@results:(.*)@@$ ]]; then
 			sec=$(results_section "${BASH_REMATCH[1]}")
-			[[ -n $sec ]] || die "$tpl: no section '${BASH_REMATCH[1]}' in Documentation/results.md"
+			[[ -n $sec ]] || die "$tpl: no section '${BASH_REMATCH[1]}' in ${results#"$TOP"/}"
 			printf '%s\n' "$sec"
 		else
 			printf '%s\n' "$line"
