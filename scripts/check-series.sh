@@ -5,6 +5,7 @@
 # in the lines the patch adds to the C files it touches.
 #   scripts/check-series.sh checkpatch [PATCH...]   default: every patch
 #   scripts/check-series.sh build [--quick] [N...]  default: every commit
+#   scripts/check-series.sh build --group A B       patches A..B as one group
 #   scripts/check-series.sh [all]                   both
 # PATCH is a file name from kernel/patches/series; N counts the commits of
 # build/linux from base (1 is the first patch). One line per check,
@@ -38,6 +39,12 @@
 # next group end does them. A failed or interrupted build makes the next
 # one whole. make check (no --quick) builds every commit whole.
 #
+# --group A B (what make test's series:builds_NNNN run, NNNN being the last
+# patch of a cover letter group): the group's last commit that changes the
+# kernel, built and linked whole as --quick builds a group's end, with
+# sparse on every line the group's patches A..B add together. The commits
+# inside a group are not compiled one by one: make check does that.
+#
 # sparse is the one scripts/build-sparse.sh names: mainline's Makefile
 # skips the check, with a message this script fails on, when the tree
 # rejects Debian's sparse.
@@ -66,17 +73,22 @@ checkpatch() { # checkpatch PATCH
 	fi
 }
 
-# sparse_at COMMIT OBJ: run sparse (make C=2) on every C file COMMIT changes
-# that this configuration builds; fails on a sparse warning or error in a
-# line COMMIT adds to any file it changes. Lines it leaves alone keep
-# whatever sparse says about them upstream.
+# sparse_at COMMIT OBJ [FROM]: run sparse (make C=2) on every C file
+# FROM..COMMIT changes (FROM: COMMIT's parent) that this configuration
+# builds; fails on a sparse warning or error in a line FROM..COMMIT adds to
+# any file it changes. Lines it leaves alone keep whatever sparse says about
+# them upstream. One make for all the files: each make walks the tree's
+# prerequisites first, which costs more than sparse on a file.
 sparse_at() {
-	local c=$1 obj=$2 f bad
+	local c=$1 obj=$2 from=${3:-$1~1} f bad
+	local -a objs=()
 	: >"$obj/sparse.log"
 	while read -r f; do
-		[[ $f == *.c && -f $obj/${f%.c}.o ]] || continue
-		make -C "$KSRC" O="$obj" CC="ccache gcc" C=2 CHECK="$sparse" "${f%.c}.o" >>"$obj/sparse.log" 2>&1 || return 1
-	done < <(git -C "$KSRC" diff-tree --no-commit-id --name-only -r "$c")
+		[[ $f == *.c && -f $obj/${f%.c}.o ]] && objs+=("${f%.c}.o")
+	done < <(git -C "$KSRC" diff --name-only "$from" "$c")
+	if ((${#objs[@]})); then
+		make -C "$KSRC" O="$obj" CC="ccache gcc" C=2 CHECK="$sparse" "${objs[@]}" >>"$obj/sparse.log" 2>&1 || return 1
+	fi
 	# Mainline's Makefile turns C=2 into nothing, with this message, when
 	# scripts/checker-valid.sh rejects the sparse (build-sparse.sh).
 	if grep -q 'sparse is not available or not up to date' "$obj/sparse.log"; then
@@ -84,7 +96,7 @@ sparse_at() {
 		return 1
 	fi
 	# FILE:LINE of every line the commit adds, then the sparse messages on them.
-	git -C "$KSRC" diff -U0 "$c~1" "$c" | awk '
+	git -C "$KSRC" diff -U0 "$from" "$c" | awk '
 		/^\+\+\+ b\// { file = substr($0, 7) }
 		/^@@ / { split($3, a, ","); n = (a[2] == "" ? 1 : a[2]); s = substr(a[1], 2)
 			for (i = 0; i < n; i++) print file ":" s + i }' >"$obj/sparse.added"
@@ -164,13 +176,15 @@ quick_objects() {
 		done
 }
 
-build_at() { # build_at N: build the guest configuration at commit N
-	local c subj start obj f
+# build_at N [FROM GROUP]: build the guest configuration at commit N; with
+# FROM, sparse checks the lines FROM..N add, and the report names GROUP.
+build_at() {
+	local c subj start obj f from=${2:-} group=${3:+" (group $3)"}
 	obj=$(kobj bisect)
 	# Counted from the tip the run started at: HEAD moves as commits are built.
 	c=$(git -C "$KSRC" rev-list --reverse "base..$tip" | sed -n "${1}p")
 	[[ -n $c ]] || { echo "builds: $1: FAILED (no commit $1 in base..HEAD)"; return 1; }
-	subj=$(git -C "$KSRC" log -1 --format=%s "$c")
+	subj=$(git -C "$KSRC" log -1 --format=%s "$c")$group
 	git -C "$KSRC" checkout -q "$c"
 	start=$SECONDS
 	if ! kernel_files "$c"; then
@@ -242,7 +256,7 @@ build_at() { # build_at N: build the guest configuration at commit N
 		# Compiler and modpost warnings (modpost writes WARNING:).
 		grep -qiE 'warning:' "$obj/bisect.log" && ok=0
 	fi
-	((ok)) && ! sparse_at "$c" "$obj" && ok=0
+	((ok)) && ! sparse_at "$c" "$obj" "${from:-$c~1}" && ok=0
 	if ((ok)); then
 		if [[ $how == linked ]]; then
 			echo "builds: $1 $subj: ok (the guest kernel, built and linked at this commit; its ${#objs[@]} objects compiled again)"
@@ -274,10 +288,16 @@ if [[ $what == checkpatch || $what == all ]]; then
 	for p in "${list[@]}"; do checkpatch "$p" || rc=1; done
 fi
 
-quick=0
+quick=0 group=()
 if [[ $what == build && ${1:-} == --quick ]]; then
 	quick=1
 	shift
+elif [[ $what == build && ${1:-} == --group ]]; then
+	if ! [[ ${2:-} =~ ^[0-9]+$ && ${3:-} =~ ^[0-9]+$ ]] || ((10#$2 < 1 || 10#$2 > 10#$3)); then
+		die "usage: check-series.sh build --group FIRST LAST (patch numbers, FIRST <= LAST)"
+	fi
+	quick=1 group=($((10#$2)) $((10#$3)))
+	shift 3
 fi
 if [[ $what == build || $what == all ]]; then
 	# The last patch of each cover letter group that changes the kernel:
@@ -299,7 +319,18 @@ if [[ $what == build || $what == all ]]; then
 	cfg=$(kobj guest)/.config
 	[[ -f $cfg ]] || die "build the guest kernel first (scripts/build-kernel.sh)"
 	kbuild_lock
-	if [[ $what == build && $# -gt 0 ]]; then
+	if ((${#group[@]})); then
+		((group[1] <= ${#all[@]})) || die "no patch ${group[1]}: the series has ${#all[@]}"
+		# The group's last commit that changes the kernel.
+		f=${group[1]}
+		while ((f > group[0])) && ! kernel_files "${all[f - 1]}"; do
+			f=$((f - 1))
+		done
+		list=("$f")
+		gfrom=base
+		((group[0] == 1)) || gfrom=${all[group[0] - 2]}
+		gname=$(printf '%04d-%04d' "${group[0]}" "${group[1]}")
+	elif [[ $what == build && $# -gt 0 ]]; then
 		list=("$@")
 	else
 		mapfile -t list < <(seq "$(git -C "$KSRC" rev-list --count base..HEAD)" -1 1)
@@ -328,6 +359,11 @@ if [[ $what == build || $what == all ]]; then
 	# The checkouts leave sources newer than ccache's direct mode trusts:
 	# without the sloppiness, every hit costs a preprocessor run.
 	export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime
-	for nth in "${list[@]}"; do build_at "$nth" || rc=1; done
+	if ((${#group[@]})); then
+		gfrom=$(git -C "$KSRC" rev-parse "$gfrom")
+		build_at "${list[0]}" "$gfrom" "$gname" || rc=1
+	else
+		for nth in "${list[@]}"; do build_at "$nth" || rc=1; done
+	fi
 fi
 exit $rc

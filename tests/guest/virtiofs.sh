@@ -159,17 +159,17 @@ vf_irq_affinity() {
 	done
 }
 
-desc_vf_pinned="I/O pinned to each CPU arrives, by vufsd's per-queue counters, on the request queue that CPU maps to (fs2 and fs4; O_DIRECT reads and writes of 64 KiB)"
+desc_vf_pinned="I/O pinned to each CPU arrives, by vufsd's per-queue counters, on the request queue that CPU maps to (fs2 and fs4; 16 O_DIRECT reads and 16 writes of 64 KiB)"
 vf_pinned() {
 	local tag cpu q before after i line other
 	for tag in fs2 fs4; do
-		dd if=/dev/urandom of="$VF/$tag/pinned" bs=1M count=4 status=none || return 1
+		dd if=/dev/urandom of="$VF/$tag/pinned" bs=1M count=1 status=none || return 1
 		sync
 		for ((cpu = 0; cpu < $(nproc); cpu++)); do
 			q=$(vf_queue_of "$tag" "$cpu") || { fail "$tag: CPU $cpu is on no queue"; return 1; }
 			mapfile -t before < <(vf_snapshot "$tag")
-			taskset -c "$cpu" dd if="$VF/$tag/pinned" of=/dev/null bs=64k count=64 iflag=direct status=none || return 1
-			taskset -c "$cpu" dd if=/dev/zero of="$VF/$tag/pinned-$cpu" bs=64k count=32 oflag=direct status=none || return 1
+			taskset -c "$cpu" dd if="$VF/$tag/pinned" of=/dev/null bs=64k count=16 iflag=direct status=none || return 1
+			taskset -c "$cpu" dd if=/dev/zero of="$VF/$tag/pinned-$cpu" bs=64k count=16 oflag=direct status=none || return 1
 			mapfile -t after < <(vf_snapshot "$tag")
 			other=0
 			for ((i = 1; i < ${#after[@]}; i++)); do
@@ -178,8 +178,8 @@ vf_pinned() {
 				line="vq $i: +$((r1 - r0)) requests, +$((i1 - i0)) bytes in, +$((o1 - o0)) bytes out"
 				if ((i == q)); then
 					note "$tag CPU $cpu -> $line (mapped)"
-					((o1 - o0 >= 64 * 65536)) || { fail "$tag CPU $cpu: queue $q returned $((o1 - o0)) bytes, want the 4 MiB read"; return 1; }
-					((i1 - i0 >= 32 * 65536)) || { fail "$tag CPU $cpu: queue $q took $((i1 - i0)) bytes, want the 2 MiB written"; return 1; }
+					((o1 - o0 >= 16 * 65536)) || { fail "$tag CPU $cpu: queue $q returned $((o1 - o0)) bytes, want the 1 MiB read"; return 1; }
+					((i1 - i0 >= 16 * 65536)) || { fail "$tag CPU $cpu: queue $q took $((i1 - i0)) bytes, want the 1 MiB written"; return 1; }
 				else
 					other=$((other + i1 - i0 + o1 - o0))
 				fi
