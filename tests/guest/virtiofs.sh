@@ -65,14 +65,24 @@ vf_sync() {
 # vf_counter TAG VQ FIELD: one per-vring counter.
 vf_counter() { stat_get "/run/vstor/fs-$1.stats" "vq.$2.$3"; }
 
-# vf_snapshot TAG: "requests bytes_in bytes_out" of each vring, one per line.
+# vf_snapshot TAG: "requests bytes_in bytes_out" of each vring, one per line,
+# from one reading of the counters (each stat_get starts Python, which
+# takes most of a second under TCG).
 vf_snapshot() {
 	vf_sync "$1" || return 1
-	local f=/run/vstor/fs-$1.stats q n
-	n=$(stat_get "$f" queues) || return
-	for ((q = 0; q < n; q++)); do
-		stat_get "$f" "vq.$q.requests" "vq.$q.bytes_in" "vq.$q.bytes_out" | paste -sd' ' || return
-	done
+	local all
+	all=$(stat_get "/run/vstor/fs-$1.stats") || return
+	awk -F= '{ v[$1] = $2 }
+		END {
+			if (!("queues" in v)) { print "no queues in the counters" > "/dev/stderr"; exit 1 }
+			for (q = 0; q < v["queues"]; q++) {
+				for (i = 1; i <= 3; i++) {
+					k = "vq." q "." (i == 1 ? "requests" : i == 2 ? "bytes_in" : "bytes_out")
+					if (!(k in v)) { print "no " k " in the counters" > "/dev/stderr"; exit 1 }
+				}
+				print v["vq." q ".requests"], v["vq." q ".bytes_in"], v["vq." q ".bytes_out"]
+			}
+		}' <<<"$all"
 }
 
 # vf_queue_of TAG CPU: the request queue (sysfs mqs index, = daemon vring)
