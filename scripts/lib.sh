@@ -347,11 +347,12 @@ private_apt() {
 		-o "Dir::Etc::SourceParts=$dir/sources.list.d"
 		-o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache"
 		-o "Dir::State::status=/dev/null" -o "APT::Sandbox::User=root" -q)
-	apt-get "${PRIVATE_APT[@]}" update >"$dir/update.log" 2>&1 && return 0
+	# LC_ALL=C: the message looked for below is apt's English one.
+	LC_ALL=C apt-get "${PRIVATE_APT[@]}" update >"$dir/update.log" 2>&1 && return 0
 	if grep -q 'is expired' "$dir/update.log"; then
 		log "the mirror's index for '$line' is past its Valid-Until date; fetching it again without the freshness check (signatures are still verified)"
 		PRIVATE_APT+=(-o Acquire::Check-Valid-Until=false)
-		apt-get "${PRIVATE_APT[@]}" update >>"$dir/update.log" 2>&1 && return 0
+		LC_ALL=C apt-get "${PRIVATE_APT[@]}" update >>"$dir/update.log" 2>&1 && return 0
 	fi
 	tail -n 5 "$dir/update.log" >&2
 	die "apt-get update for '$line' failed: see $dir/update.log"
