@@ -256,7 +256,7 @@ build_at() {
 		# Compiler and modpost warnings (modpost writes WARNING:).
 		grep -qiE 'warning:' "$obj/bisect.log" && ok=0
 	fi
-	((ok)) && ! sparse_at "$c" "$obj" "${from:-$c~1}" && ok=0
+	((ok)) && ! sparse_at "$c" "$obj" "$from" && ok=0
 	if ((ok)); then
 		if [[ $how == linked ]]; then
 			echo "builds: $1 $subj: ok (the guest kernel, built and linked at this commit; its ${#objs[@]} objects compiled again)"

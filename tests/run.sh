@@ -161,7 +161,7 @@ if ((${#sels[@]} == 0)); then
 	for s in "${SUITES[@]}"; do select_suite "$PRIMARY" "$s"; done
 	((${#OTHER_BASE_DEFAULT[@]} == 0)) || select_words "$OTHER" "${OTHER_BASE_DEFAULT[@]}"
 	for w in "${OTHER_BASE_SKIP[@]}"; do
-		[[ -n ${SEL[$OTHER/$w]:-} ]] || die "OTHER_BASE_SKIP names $w, which the other base's default does not run"
+		[[ " ${ids[*]} " == *" $OTHER/$w "* ]] || die "OTHER_BASE_SKIP names $w, which is no test (tests/run.sh --list)"
 		unset "SEL[$OTHER/$w]"
 	done
 else
