@@ -11,7 +11,8 @@ SUITE_ORDER=20
 SUITE_NEEDS=(tools)
 SUITE_TIMEOUT=600
 TESTS=(ops queues malformed escape disconnect reset access xattr fds shrink
-	sandbox creds cache quiesce handles acl userns devices ops_wide ops_handles
+	sandbox creds cache quiesce handles acl userns devices compromised
+	frontfds ops_wide ops_handles
 	escape_handles ops_poll disconnect_poll ops_threads queues_threads
 	disconnect_threads reset_threads)
 
@@ -25,7 +26,7 @@ desc_access="socket mode 0600 (nobody cannot connect), --socket-group, one daemo
 desc_xattr="xattrs: none without --xattr (ENOSYS), user.* only with it (security.capability, trusted.*, system.* refused with EPERM, hidden from GET and LIST), more with --xattr-allow"
 desc_fds="descriptor limits: the hard limit raised to fs.nr_open where allowed; under 256 it cannot raise, names already looked up keep working after new ones fail with EMFILE"
 desc_shrink="the VMM cuts the memfd behind a GETATTR's reply page after SET_MEM_TABLE: the daemon drops that connection, logs why, lives and serves the next"
-desc_sandbox="the sandboxed server: own mnt/pid/net/ipc/uts namespaces, the share as /, capabilities cut to chown, dac_override, dac_read_search, fowner, fsetid, no_new_privs, a seccomp filter; supervisor and server do not outlive each other; --seccomp none, --sandbox none"
+desc_sandbox="the sandboxed server: own mnt/pid/net/ipc/uts namespaces, the share as /, capabilities cut to chown, dac_override, fowner, fsetid, setuid, setgid, no_new_privs, a seccomp filter; supervisor and server do not outlive each other; --seccomp none, --sandbox none"
 desc_creds="requests of guest user 1000: new names get its owner or a setgid directory's group and keep the set-id bits asked for; EACCES in root's directory, EPERM on another's file in a sticky directory; a caller in a directory's group only as a supplementary one may create there when FUSE sends that group (CREATE_SUPP_GROUP), not otherwise; malformed group extensions EINVAL"
 desc_cache="--cache auto, always, never: the entry and attribute timeouts and open flags the guest is given (1 s, a day with KEEP_CACHE and CACHE_DIR, 0 with DIRECT_IO); --writeback: WRITEBACK_CACHE agreed, write-only opens readable, O_APPEND dropped, a caller without read permission still opens write-only"
 desc_quiesce="INIT and DESTROY on queue 2 while queue 1 serves an FSYNC of 256 MiB: each is answered only after the FSYNC, and the old session's inodes are gone after it"
@@ -35,6 +36,8 @@ desc_escape_handles="escape with --inode-file-handles prefer"
 desc_acl="--posix-acl: INIT agrees to POSIX_ACL and DONT_MASK only with it; access ACLs set, read and listed (mode follows the mask), other system.* names refused; under a default ACL the umask is ignored and subdirectories inherit it; ACL_KILL_SGID honoured"
 desc_userns="--sandbox userns: run by root with --uid-map/--gid-map 0:100000:65536 (guest root and user 1000 own 100000 and 101000 on the host, an unmapped guest id gets EPERM, a host root's file shows as 65534 and guest root cannot write it, chown translated) and by user 1000 with its own ids (the server is uid 1000 on the host)"
 desc_devices="--allow-devices: guest root makes a character device node, guest user 1000 cannot; the server keeps CAP_MKNOD only then"
+desc_compromised="a server taken over (system calls injected with ptrace): open_by_handle_at of a directory outside the share is killed by the seccomp filter, EPERM without it (no dac_read_search), and opens only with --inode-file-handles prefer, the documented price"
+desc_frontfds="a pipe as call or error fd and a regular file as kick fd: refused, the vring keeps its eventfd and serves 2000 requests past a full pipe, no worker spins, SIGTERM still ends the daemon"
 desc_ops_wide="ops with 6 request queues of 3 workers each: more threads than glibc's malloc serves before it sizes its arenas (a system call the seccomp list must allow)"
 desc_ops_poll="ops with busy-polling rings (--busy-poll 200)"
 desc_disconnect_poll="disconnect with busy-polling rings"

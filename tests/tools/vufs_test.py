@@ -59,6 +59,7 @@ import argparse
 import contextlib
 import ctypes
 import errno
+import fcntl
 import os
 import resource
 import shutil
@@ -69,6 +70,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 import traceback
 from collections import Counter
@@ -76,6 +78,7 @@ from collections import Counter
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vhost_user as vu  # noqa: E402
 import fuse_proto as fp  # noqa: E402
+import syscall_inject  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "tools"))
 import statsfile  # noqa: E402
@@ -84,7 +87,8 @@ from vhost_user import KiB, MiB  # noqa: E402
 
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
              "access", "xattr", "fds", "shrink", "sandbox", "creds",
-             "cache", "quiesce", "handles", "acl", "userns", "devices")
+             "cache", "quiesce", "handles", "acl", "userns", "devices",
+             "compromised", "frontfds")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -93,6 +97,10 @@ DT_DIR, DT_REG, DT_LNK = 4, 8, 10
 XATTR_CREATE = 1
 STAT_KEYS = ("requests", "bytes_in", "bytes_out", "errors", "malformed")
 FALLOC_FL_KEEP_SIZE = 1
+# What the sandboxed server keeps by default: CHOWN, DAC_OVERRIDE, FOWNER,
+# FSETID, SETGID, SETUID. CAP_DAC_READ_SEARCH is bit 2.
+SERVER_CAPS = 1 << 0 | 1 << 1 | 1 << 3 | 1 << 4 | 1 << 6 | 1 << 7
+CAP_DAC_READ_SEARCH = 1 << 2
 
 
 class DaemonDied(Exception):
@@ -2400,8 +2408,8 @@ def scenario_sandbox(ctx):
     t, d, tmo = ctx.tap, ctx.daemon, ctx.args.timeout
     if not ctx.only_vufsd("sandbox", "virtiofsd has its own"):
         return
-    # CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER, FSETID, SETGID, SETUID
-    base = 0x1f | 1 << 6 | 1 << 7
+    # CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETGID, SETUID
+    base = SERVER_CAPS
     write_file(ctx.host("marker"), b"in the share\n")
     server, mine = d.pid, namespaces(os.getpid())
     t.ok(server != d.proc.pid, f"sandbox: the server ({server}) is a child "
@@ -2445,7 +2453,7 @@ def scenario_sandbox(ctx):
                   "CapInh": 0, "CapAmb": 0} and st.get("NoNewPrivs") == "1",
          f"sandbox: capabilities { {k: hex(v) for k, v in caps.items()} }, "
          f"no_new_privs {st.get('NoNewPrivs')} (want {base:#x}: chown, "
-         "dac_override, dac_read_search, fowner, fsetid, setgid, setuid)")
+         "dac_override, fowner, fsetid, setgid, setuid)")
 
     # --xattr-allow trusted. keeps what trusted.* needs (CAP_SYS_ADMIN).
     x = side_daemon(ctx, "xtrusted", ["--xattr", "-X", "trusted."])
@@ -3208,6 +3216,186 @@ def scenario_devices(ctx):
         shutil.rmtree(top)
 
 
+def scenario_compromised(ctx):
+    """A server taken over: system calls injected into the running
+    sandboxed server (ptrace, as an attacker with code execution in it
+    would make them) with its seccomp filter and capabilities in force.
+    The old container escape ("shocker") opens a directory outside the
+    share from a file handle; it must fail unless --inode-file-handles
+    prefer asked for handles, whose price that is."""
+    t, d, tmo = ctx.tap, ctx.daemon, ctx.args.timeout
+    if not ctx.only_vufsd_root("compromised", "the sandbox is vufsd's"):
+        return
+    why = syscall_inject.supported()
+    if why:
+        t.skip("compromised: open_by_handle_at injected", why)
+        return
+    outside = os.path.join(d.workdir, "outside")
+    os.makedirs(outside, exist_ok=True)
+    write_file(os.path.join(outside, "secret"), b"host only\n")
+    try:
+        htype, fh = syscall_inject.file_handle(outside)
+    except OSError as e:
+        t.skip("compromised: open_by_handle_at injected",
+               f"the share's file system has no handles: {e}")
+        return
+    st = os.stat(d.share)
+    if st.st_dev != os.stat(outside).st_dev:
+        t.skip("compromised: open_by_handle_at injected",
+               "the share and the work directory are on different file "
+               "systems")
+        return
+
+    def shocker(daemon):
+        """(result, what the fd leads to) of open_by_handle_at(AT_FDCWD,
+        outside's handle, O_RDONLY | O_DIRECTORY) made by the server."""
+        with syscall_inject.Injector(daemon.pid) as inj:
+            addr = inj.poke(struct.pack("=Ii", len(fh), htype) + fh)
+            fd = inj.syscall("open_by_handle_at", -100, addr,
+                             os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            where = None
+            if fd >= 0:
+                try:
+                    where = os.listdir(f"/proc/{daemon.pid}/fd/{fd}")
+                except OSError as e:
+                    where = str(e)
+                inj.syscall("close", fd)
+            return fd, where
+
+    cases = (
+        # name, options, what the server keeps, want
+        ("seccomp", [], SERVER_CAPS, "killed"),
+        ("caps", ["--seccomp", "log"], SERVER_CAPS, "EPERM"),
+        ("handles", ["--inode-file-handles", "prefer"],
+         SERVER_CAPS | CAP_DAC_READ_SEARCH, "opened"),
+    )
+    for name, opts, caps, want in cases:
+        x = side_daemon(ctx, f"shocker-{name}", opts)
+        try:
+            eff = int(proc_status(x.pid)["CapEff"], 16)
+            t.ok(eff == caps, f"compromised: {' '.join(opts) or 'defaults'}"
+                 f": the server keeps {eff:#x} (want {caps:#x}; "
+                 f"dac_read_search only for handles)")
+            try:
+                fd, where = shocker(x)
+                got = "opened" if fd >= 0 else errno.errorcode[-fd]
+            except syscall_inject.Killed as e:
+                got, where = "killed", None
+                sig = os.WTERMSIG(e.status) if os.WIFSIGNALED(e.status) \
+                    else None
+                t.ok(sig == signal.SIGSYS, f"compromised: the filter's "
+                     f"kill is SIGSYS (got {sig})")
+                wait_exit(x.proc, tmo)
+            t.ok(got == want, f"compromised: {' '.join(opts) or 'defaults'}"
+                 f": open_by_handle_at of {outside} from inside the server:"
+                 f" {got} (want {want}; the fd led to {where})")
+        finally:
+            x.stop()
+    # The daemon under test still serves after its siblings' trials.
+    with ctx.connect() as (dev, s):
+        ctx.expect("compromised: the daemon under test serves (GETATTR /)",
+                   s.getattr(ROOT_ID))
+
+
+def fionread(fd):
+    """Bytes waiting in pipe fd."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD,
+                                          bytes(4)))[0]
+
+
+def cpu_seconds(pid):
+    """User plus system time of process pid so far, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def scenario_frontfds(ctx):
+    """A front end's descriptors for a vring that are not eventfds: a
+    pipe's write end as call fd (and its read end as error fd, so nobody
+    ever empties it) would block the daemon's notifications once the pipe
+    fills, and a regular file as kick fd is always readable. Each is
+    refused (an error ack), the vring keeps the eventfd it had, more
+    requests than a pipe holds complete, nothing spins, and the daemon
+    still stops on SIGTERM."""
+    t, tmo = ctx.tap, ctx.args.timeout
+    if not ctx.only_vufsd("frontfds", "vufsd's own check"):
+        return
+    x = side_daemon(ctx, "frontfds", [])
+    rd, wr = os.pipe()
+    plain = os.open(os.path.join(x.workdir, "frontfds.kick"),
+                    os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    os.write(plain, b"\1" * 8)
+    try:
+        with ctx.connect(daemon=x) as (dev, s):
+            c = dev.conn
+            t.ok(c.reply_ack, "frontfds: REPLY_ACK negotiated (the refusals "
+                 "are seen as acks)")
+            c.use_ack = False
+            kick_q = dev.nqueues - 1
+            for what, req, index, fd in (
+                    ("a pipe's write end as call fd", vu.Req.SET_VRING_CALL,
+                     1, wr),
+                    ("the pipe's read end as error fd", vu.Req.SET_VRING_ERR,
+                     1, rd),
+                    ("a regular file as kick fd", vu.Req.SET_VRING_KICK,
+                     kick_q, plain)):
+                status = c.ack(req, struct.pack("<Q", index), [fd])
+                t.ok(status != 0, f"frontfds: {what} on vring {index}: "
+                     f"refused (ack {status}, want non-zero)")
+            c.use_ack = True
+            # Full already: a daemon that took the pipe blocks on its first
+            # notification, holding the ring's lock.
+            os.set_blocking(wr, False)
+            try:
+                while os.write(wr, bytes(4096)):
+                    pass
+            except BlockingIOError:
+                pass
+            os.set_blocking(wr, True)   # the mode is the daemon's to set
+            filled = fionread(rd)
+            n, done = 2000, 0
+            dev.timeout = 10
+            try:
+                for _ in range(0, n, 500):
+                    reqs = [s.request(Op.GETATTR, ROOT_ID,
+                                      args=fp.GETATTR_IN.pack(0, 0, 0),
+                                      out_size=fp.ATTR_OUT_SIZE)
+                            for _ in range(500)]
+                    for r in reqs:
+                        r.queue = 1
+                    dev.run(reqs, depth=100)
+                    done += sum(r.error == 0 and r.problem() is None
+                                for r in reqs)
+            except TimeoutError as e:
+                t.diag(f"frontfds: {e}")
+            t.ok(done == n, f"frontfds: {done} of {n} GETATTRs on vring 1 "
+                 "completed")
+            t.ok(fionread(rd) == filled, f"frontfds: the pipe was not "
+                 f"written to ({fionread(rd) - filled} bytes more than the "
+                 f"{filled} the test put there)")
+            cpu0 = cpu_seconds(x.pid)
+            time.sleep(1)
+            used = cpu_seconds(x.pid) - cpu0
+            t.ok(used < 0.3, f"frontfds: the idle daemon used {used:.2f} s "
+                 "of CPU in 1 s (a worker spinning on a file as kick fd "
+                 "would use about 1)")
+            r = s.getattr(ROOT_ID, queue=kick_q)
+            ctx.expect(f"frontfds: vring {kick_q} still serves on its "
+                       "eventfd (GETATTR)", r)
+        with ctx.connect(daemon=x) as (dev, s):
+            ctx.expect("frontfds: the next connection is served (GETATTR /)",
+                       s.getattr(ROOT_ID))
+    finally:
+        os.close(rd)
+        os.close(wr)
+        os.close(plain)
+        t0 = time.monotonic()
+        rc = x.stop()
+        t.ok(rc == 0, f"frontfds: SIGTERM: the daemon exits {rc} in "
+             f"{time.monotonic() - t0:.1f} s (want 0)")
+
+
 # --- main --------------------------------------------------------------------
 
 RUN = {"ops": scenario_ops, "queues": scenario_queues,
@@ -3219,7 +3407,8 @@ RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "cache": scenario_cache, "quiesce": scenario_quiesce,
        "handles": scenario_handles, "acl": scenario_acl,
        "userns": scenario_userns,
-       "devices": scenario_devices}
+       "devices": scenario_devices, "compromised": scenario_compromised,
+       "frontfds": scenario_frontfds}
 
 
 def daemon_start_checks(ctx):

@@ -714,12 +714,7 @@ int fuse_setup(const char *dir, int proc_fd)
 	pthread_rwlock_init(&session_lock, &attr);
 	pthread_rwlockattr_destroy(&attr);
 
-	fs.proc_fd = proc_fd >= 0 ? proc_fd :
-		     open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fs.proc_fd < 0) {
-		logmsg("cannot open /proc/self/fd (is /proc mounted?): %m");
-		return -1;
-	}
+	fs.proc_fd = proc_fd;
 	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
 		logmsg("shared directory %s: %m", dir);

@@ -13,7 +13,7 @@
 
 #include "chain.h"
 
-/* Serve dir; proc_fd is /proc/self/fd, or -1 to open it here. */
+/* Serve dir; proc_fd is a descriptor of /proc/self/fd. */
 int fuse_setup(const char *dir, int proc_fd);
 /*
  * xattrs off (every xattr request ENOSYS) or on for user.* and the given

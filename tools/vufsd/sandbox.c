@@ -441,14 +441,32 @@ static const int allowed_syscalls[] = {
 	SCMP_SYS(sched_getaffinity),
 	/* a worker takes the guest caller's ids and gives them back */
 	SCMP_SYS(setresuid), SCMP_SYS(setresgid), SCMP_SYS(setgroups),
-	/* --inode-file-handles */
+};
+
+/* Added with --inode-file-handles prefer only. */
+static const int handle_syscalls[] = {
 	SCMP_SYS(name_to_handle_at), SCMP_SYS(open_by_handle_at),
 };
 
-int sandbox_seccomp(bool log_only)
+static int allow_list(scmp_filter_ctx ctx, const int *nr, unsigned int n)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr[i], 0);
+		if (ret) {
+			logmsg("sandbox: seccomp rule for syscall %d: %s",
+			       nr[i], strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int sandbox_seccomp(bool log_only, bool handles)
 {
 	scmp_filter_ctx ctx;
-	unsigned int i;
 	int ret;
 
 	ctx = seccomp_init(log_only ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS);
@@ -456,14 +474,13 @@ int sandbox_seccomp(bool log_only)
 		logmsg("sandbox: seccomp_init failed");
 		return -1;
 	}
-	for (i = 0; i < sizeof(allowed_syscalls) / sizeof(allowed_syscalls[0]); i++) {
-		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed_syscalls[i], 0);
-		if (ret) {
-			logmsg("sandbox: seccomp rule for syscall %d: %s",
-			       allowed_syscalls[i], strerror(-ret));
-			goto out;
-		}
-	}
+	ret = allow_list(ctx, allowed_syscalls,
+			 sizeof(allowed_syscalls) / sizeof(allowed_syscalls[0]));
+	if (!ret && handles)
+		ret = allow_list(ctx, handle_syscalls,
+				 sizeof(handle_syscalls) / sizeof(handle_syscalls[0]));
+	if (ret)
+		goto out;
 	/*
 	 * New threads, never new processes (a child that crashes could run
 	 * a core_pattern helper, or escape the filter's purpose otherwise).

@@ -39,9 +39,10 @@ int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
 int sandbox_drop_caps(uint64_t keep);
 /*
  * Allow only the system calls serving needs: any other kills the process,
- * or with log_only is allowed and logged (the kernel's audit log).
+ * or with log_only is allowed and logged (the kernel's audit log). The
+ * file handle calls only with handles (--inode-file-handles prefer).
  */
-int sandbox_seccomp(bool log_only);
+int sandbox_seccomp(bool log_only, bool handles);
 
 /* A guest caller's credentials: its ids and the supplementary groups known. */
 #define CREDS_MAX_GROUPS 8

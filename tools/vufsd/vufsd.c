@@ -63,6 +63,7 @@ static struct daemon {
 	unsigned int threads;		/* workers per request queue */
 	unsigned int stats_ms;
 	int listen_fd, conn_fd, sig_fd, stats_fd, lock_fd;
+	int proc_fd;			/* /proc/self/fd */
 	bool sandbox;			/* --sandbox namespace or userns */
 	bool userns;			/* --sandbox userns */
 	int seccomp;			/* --seccomp: 0 none, 1 log, 2 kill */
@@ -76,7 +77,7 @@ static struct daemon {
 	/* Counters of the connections that ended, added to the live ones. */
 	struct vq_stats past[MAX_VRINGS];
 } d = { .listen_fd = -1, .conn_fd = -1, .sig_fd = -1, .stats_fd = -1,
-	.lock_fd = -1, .sandbox = true, .seccomp = 2, .queues = 1, .threads = 1,
+	.lock_fd = -1, .proc_fd = -1, .sandbox = true, .seccomp = 2, .queues = 1, .threads = 1,
 	.stats_ms = 200 };
 
 void logmsg(const char *fmt, ...)
@@ -282,6 +283,42 @@ static struct vq *msg_ring(uint32_t index, const char *what)
 	return &d.rings[index];
 }
 
+/*
+ * A kick, call or error descriptor must be an eventfd: the front end's
+ * word is not enough. A pipe as call fd would block notify() once it
+ * fills (a pipe's read end kept here as error fd never empties it), and a
+ * regular file as kick fd is always readable, so its worker would spin.
+ * Call and error fds are written non-blocking: a full eventfd counter
+ * means the front end has a notification waiting already.
+ */
+static int check_eventfd(int fd, uint32_t req, unsigned int index)
+{
+	char name[32], link[64];
+	ssize_t n;
+	int fl;
+
+	snprintf(name, sizeof(name), "%d", fd);
+	n = readlinkat(d.proc_fd, name, link, sizeof(link) - 1);
+	if (n < 0) {
+		logmsg("%s: vring %u: %m", vu_req_name(req), index);
+		return -errno;
+	}
+	link[n] = '\0';
+	if (strcmp(link, "anon_inode:[eventfd]")) {
+		logmsg("%s: vring %u: the descriptor is %s, not an eventfd",
+		       vu_req_name(req), index, link);
+		return -EINVAL;
+	}
+	if (req == VU_SET_VRING_KICK)
+		return 0;	/* made non-blocking when the ring starts */
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		logmsg("%s: vring %u: %m", vu_req_name(req), index);
+		return -errno;
+	}
+	return 0;
+}
+
 static int set_vring_fd(struct vu_msg *msg, int *fds, unsigned int nfds)
 {
 	uint32_t req = msg->hdr.request;
@@ -301,6 +338,12 @@ static int set_vring_fd(struct vu_msg *msg, int *fds, unsigned int nfds)
 		logmsg("%s: vring %u: %u file descriptors with%s the no-fd flag",
 		       vu_req_name(req), index, nfds, nofd ? "" : "out");
 		return -EINVAL;
+	}
+	if (!nofd) {
+		int ret = check_eventfd(fds[0], req, index);
+
+		if (ret)
+			return ret;
 	}
 	fd = nofd ? -1 : fds[0];
 	fds[0] = -1;	/* ours now */
@@ -581,7 +624,9 @@ static void usage(FILE *f)
 "                          never (default): a descriptor per inode the guest\n"
 "                          holds; prefer: a file handle instead, opened only\n"
 "                          while in use (needs CAP_DAC_READ_SEARCH), so a tree\n"
-"                          larger than the descriptor limit can be held\n"
+"                          larger than the descriptor limit can be held. The\n"
+"                          server then keeps that capability: taken over, it\n"
+"                          could open any file of the share's file system\n"
 "      --posix-acl         with --xattr: POSIX ACLs (system.posix_acl_access and\n"
 "                          _default), checked by the guest; a parent's default\n"
 "                          ACL replaces the umask of what is made in it\n"
@@ -689,21 +734,25 @@ static bool allows_ns(const char *const *allow, unsigned int n, const char *ns)
 
 /*
  * What the sandboxed server keeps: the file operations act on files of
- * any owner and mode (DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER), change
- * owners (CHOWN) and keep set-id bits where the kernel would (FSETID), and
- * a worker takes a guest caller's ids for a request and gives them back
- * (SETUID, SETGID). MKNOD only with --allow-devices; trusted.* xattrs
- * need SYS_ADMIN and security.capability SETFCAP, kept only when
- * --xattr-allow lets the guest at them.
+ * any owner and mode (DAC_OVERRIDE, FOWNER), change owners (CHOWN) and
+ * keep set-id bits where the kernel would (FSETID), and a worker takes a
+ * guest caller's ids for a request and gives them back (SETUID, SETGID).
+ * DAC_READ_SEARCH only with --inode-file-handles prefer: it is what
+ * open_by_handle_at() asks for, and with it a handle made up by a
+ * compromised server opens any file of the share's file system, outside
+ * the share too. MKNOD only with --allow-devices; trusted.* xattrs need
+ * SYS_ADMIN and security.capability SETFCAP, kept only when --xattr-allow
+ * lets the guest at them.
  */
 static uint64_t server_caps(const char *const *allow, unsigned int n,
-			    bool devices)
+			    bool devices, bool handles)
 {
 	uint64_t keep = 1ULL << CAP_CHOWN | 1ULL << CAP_DAC_OVERRIDE |
-			1ULL << CAP_DAC_READ_SEARCH | 1ULL << CAP_FOWNER |
-			1ULL << CAP_FSETID | 1ULL << CAP_SETUID |
-			1ULL << CAP_SETGID;
+			1ULL << CAP_FOWNER | 1ULL << CAP_FSETID |
+			1ULL << CAP_SETUID | 1ULL << CAP_SETGID;
 
+	if (handles)
+		keep |= 1ULL << CAP_DAC_READ_SEARCH;
 	if (devices)
 		keep |= 1ULL << CAP_MKNOD;
 	if (allows_ns(allow, n, "trusted."))
@@ -974,9 +1023,19 @@ int main(int argc, char **argv)
 		close(d.lock_fd);	/* the supervisor's */
 		d.lock_fd = -1;
 	}
+	if (proc_fd < 0)
+		proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (proc_fd < 0) {
+		logmsg("cannot open /proc/self/fd (is /proc mounted?): %m");
+		if (!d.sandbox)
+			unlisten();
+		return 1;
+	}
+	d.proc_fd = proc_fd;
 	if (creds_init() ||
 	    fuse_setup(d.sandbox ? "/" : d.shared_dir, proc_fd) ||
-	    (d.sandbox && sandbox_drop_caps(server_caps(allow, nallow, devices)))) {
+	    (d.sandbox && sandbox_drop_caps(server_caps(allow, nallow, devices,
+							 handles)))) {
 		if (!d.sandbox)
 			unlisten();
 		return 1;
@@ -997,7 +1056,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* Last: everything above needed calls the filter does not allow. */
-	if (d.sandbox && d.seccomp && sandbox_seccomp(d.seccomp == 1))
+	if (d.sandbox && d.seccomp && sandbox_seccomp(d.seccomp == 1, handles))
 		return 1;
 	logmsg("serving %s on %s with %u request queue%s, %u worker%s each%s",
 	       d.shared_dir, d.socket_path, d.queues, d.queues == 1 ? "" : "s",
