@@ -12,7 +12,7 @@ SUITE_NEEDS=(tools)
 SUITE_TIMEOUT=600
 TESTS=(ops queues malformed escape disconnect reset access xattr fds shrink
 	sandbox creds cache quiesce handles acl userns devices compromised
-	frontfds ops_wide ops_handles
+	frontfds statsfile ops_wide ops_handles
 	escape_handles ops_poll disconnect_poll ops_threads queues_threads
 	disconnect_threads reset_threads)
 
@@ -38,6 +38,7 @@ desc_userns="--sandbox userns: run by root with --uid-map/--gid-map 0:100000:655
 desc_devices="--allow-devices: guest root makes a character device node, guest user 1000 cannot; the server keeps CAP_MKNOD only then"
 desc_compromised="a server taken over (system calls injected with ptrace): open_by_handle_at of a directory outside the share is killed by the seccomp filter, EPERM without it (no dac_read_search), and opens only with --inode-file-handles prefer, the documented price"
 desc_frontfds="a pipe as call or error fd and a regular file as kick fd: refused, the vring keeps its eventfd and serves 2000 requests past a full pipe, no worker spins, SIGTERM still ends the daemon"
+desc_statsfile="--stats as root: a symlink or hard link to root's 0600 file, another user's file or a FIFO planted at the path is neither followed nor written; the daemon exits 1 and says why"
 desc_ops_wide="ops with 6 request queues of 3 workers each: more threads than glibc's malloc serves before it sizes its arenas (a system call the seccomp list must allow)"
 desc_ops_poll="ops with busy-polling rings (--busy-poll 200)"
 desc_disconnect_poll="disconnect with busy-polling rings"

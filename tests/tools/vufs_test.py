@@ -88,7 +88,7 @@ from vhost_user import KiB, MiB  # noqa: E402
 SCENARIOS = ("ops", "queues", "malformed", "escape", "disconnect", "reset",
              "access", "xattr", "fds", "shrink", "sandbox", "creds",
              "cache", "quiesce", "handles", "acl", "userns", "devices",
-             "compromised", "frontfds")
+             "compromised", "frontfds", "statsfile")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_BIN = {"vufsd": os.path.join(REPO, "build", "tools", "vufsd"),
@@ -1470,6 +1470,66 @@ class Malformed:
                  f"malformed: {what}stats vq {q} errors +{got}, "
                  f"{self.errors[q]} error replies seen")
 
+    def aliased(self, desc, opcode, size, want_file_size):
+        """READ or WRITE of `size` bytes whose data descriptors all point
+        at the same 1 MiB of guest memory: more than the max_write and
+        max_pages INIT agreed to (1 MiB), so -EINVAL before a byte moves,
+        and the file keeps its size."""
+        ctx, s, mem = self.ctx, self.s, self.mem
+        NEXT, WRITE = vu.DESC_F_NEXT, vu.DESC_F_WRITE
+        u = s.next_unique()
+        args = (fp.WRITE_IN if opcode == Op.WRITE else fp.READ_IN).pack(
+            self.fh, 0, size, 0, 0, 0, 0)
+        inlen = fp.IN_HDR.size + len(args) + (size if opcode == Op.WRITE
+                                              else 0)
+        head = hdr(opcode, u, self.file, length=inlen) + args
+        rd, buf = mem.alloc(len(head), 8), mem.alloc(MiB)
+        wr = mem.alloc(64, 8)
+        mem.write(rd, head)
+        mem.write(wr, bytes(64))
+        chunks = [min(MiB, size - off) for off in range(0, size, MiB)]
+        if opcode == Op.WRITE:
+            parts = ([(rd, len(head), 0)] + [(buf, n, 0) for n in chunks] +
+                     [(wr, fp.OUT_HDR.size + 8, WRITE)])
+        else:
+            parts = ([(rd, len(head), 0), (wr, fp.OUT_HDR.size, WRITE)] +
+                     [(buf, n, WRITE) for n in chunks])
+        descs = [(gpa, n, flags | (NEXT if i + 1 < len(parts) else 0),
+                  i + 1 if i + 1 < len(parts) else 0)
+                 for i, (gpa, n, flags) in enumerate(parts)]
+        vq = self.dev.vqs[1]
+        tok = Token()
+        try:
+            vq.add_descs(descs, tok)
+            vq.kick()
+            for _, t_, n in vu.wait_any([vq], ctx.args.timeout):
+                t_.complete(n)
+            _, err, unique = fp.OUT_HDR.unpack(mem.read(wr, fp.OUT_HDR.size))
+        finally:
+            for gpa in (rd, buf, wr):
+                mem.free(gpa)
+        size_now = os.stat(ctx.host("malformed", "f")).st_size
+        self.malformed += 1
+        self.errors[1] += err < 0
+        self.t.ok(err == -errno.EINVAL and unique == u and
+                  size_now == want_file_size,
+                  f"malformed: {desc}: {errstr(err)} (want -EINVAL), the "
+                  f"file is {size_now} bytes (want {want_file_size})")
+        self.still_serves(f"malformed: {desc}")
+
+    def size_cases(self):
+        """READ and WRITE larger than INIT's max_write/max_pages."""
+        if not self.ctx.only_vufsd("malformed: WRITE and READ over 1 MiB",
+                                   "virtiofsd answers ENOMEM above its own "
+                                   "buffer size"):
+            return
+        size = os.stat(self.ctx.host("malformed", "f")).st_size
+        self.aliased("WRITE of 256 MiB from 256 descriptors of the same "
+                     "1 MiB", Op.WRITE, 256 * MiB, size)
+        self.aliased("WRITE of 1 MiB + 4 KiB", Op.WRITE, MiB + 4096, size)
+        self.aliased("READ of 64 MiB into 64 descriptors of the same 1 MiB",
+                     Op.READ, 64 * MiB, size)
+
     def run(self):
         ctx, t, s = self.ctx, self.t, self.s
         os.mkdir(ctx.host("malformed"))
@@ -1482,7 +1542,7 @@ class Malformed:
         fds = ctx.daemon.fds()
         self.counted("", [self.header_cases, self.args_cases,
                           self.name_cases, self.opcode_cases,
-                          self.ring_cases])
+                          self.ring_cases, self.size_cases])
         self.counted("length fields beyond the args: ",
                      [self.length_field_cases])
         self.small_writable_cases()
@@ -2691,6 +2751,24 @@ def creds_supp_group(ctx, top, owner, uid, gid, group):
              f"creds: in that directory, LINK {ln.errname()}, RENAME "
              f"{rn.errname()}, UNLINK {ul.errname()}, RMDIR {rd.errname()} "
              "(want 0: FUSE sends no group with them)")
+        # What the retry cannot widen: a group class without write, and the
+        # sticky bit (another user's file in a group-writable 1770 one).
+        for name, mode in (("grp-ro", 0o750), ("grp-sticky", 0o1770)):
+            os.mkdir(os.path.join(top, name))
+            os.chown(os.path.join(top, name), 0, group)
+            os.chmod(os.path.join(top, name), mode)
+            write_file(os.path.join(top, name, "theirs"), b"theirs\n")
+            os.chown(os.path.join(top, name, "theirs"), group + 7, group + 7)
+        ro = s.lookup(root, "grp-ro").entry.nodeid
+        st = s.lookup(root, "grp-sticky").entry.nodeid
+        ul_ro = s.unlink(ro, "theirs")
+        ul_st = s.unlink(st, "theirs")
+        t.ok(ul_ro.error == -errno.EACCES and ul_st.error == -errno.EPERM and
+             owner("grp-ro", "theirs") and owner("grp-sticky", "theirs"),
+             f"creds: the directory-group retry does not widen the rest: "
+             f"UNLINK in a 0750 directory of group {group}: "
+             f"{ul_ro.errname()} (want -EACCES), another user's file in a "
+             f"1770 one: {ul_st.errname()} (want -EPERM)")
         r = s.create(node, "other", 0o644, ext=fp.ext_groups(group + 1))
         a = s.create(node, "after", 0o644)
         t.ok(r.error == -errno.EACCES and a.error == -errno.EACCES,
@@ -3396,6 +3474,64 @@ def scenario_frontfds(ctx):
              f"{time.monotonic() - t0:.1f} s (want 0)")
 
 
+def scenario_statsfile(ctx):
+    """--stats as root in a directory others may write to: what a local
+    user plants at the path (a symbolic link or a hard link to root's
+    0600 file, a file of their own, a FIFO) is neither followed nor
+    written; the daemon says why and does not start."""
+    t, d, tmo = ctx.tap, ctx.daemon, ctx.args.timeout
+    if not ctx.only_vufsd_root("statsfile", "vufsd's --stats"):
+        return
+    top = os.path.join(d.workdir, "statsdir")
+    os.makedirs(top, exist_ok=True)
+    victim = os.path.join(d.workdir, "victim-0600")
+    secret = b"root's own, mode 0600\n"
+
+    def plant(kind, path):
+        if kind == "symlink":
+            os.symlink(victim, path)
+        elif kind == "hard link":
+            os.link(victim, path)
+        elif kind == "another user's file":
+            write_file(path, b"user 1000's\n")
+            os.chown(path, 1000, 1000)
+        elif kind == "FIFO":
+            os.mkfifo(path, 0o666)
+
+    for kind in ("symlink", "hard link", "another user's file", "FIFO"):
+        write_file(victim, secret)
+        os.chmod(victim, 0o600)
+        path = os.path.join(top, kind.replace(" ", "-").replace("'", ""))
+        plant(kind, path)
+        before = os.lstat(path)
+        sock = os.path.join(d.workdir, "statsfile.sock")
+        argv = [d.binary, "--socket", sock, "--shared-dir", d.share,
+                "--stats", path, "--stats-interval", "50"]
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            rc = p.wait(min(tmo, 5))
+        except subprocess.TimeoutExpired:
+            time.sleep(0.3)     # a few stats intervals
+            p.terminate()
+            p.wait(tmo)
+            rc = "still serving"
+        err = p.stderr.read().strip().splitlines()
+        after = os.lstat(path)
+        with open(victim, "rb") as f:
+            intact = f.read() == secret
+        same = ((after.st_ino, after.st_size, after.st_mtime_ns) ==
+                (before.st_ino, before.st_size, before.st_mtime_ns))
+        t.ok(rc == 1 and intact and same and "--stats" in " ".join(err),
+             f"statsfile: {kind} at the --stats path: exit {rc} (want 1), "
+             f"root's file {'intact' if intact else 'OVERWRITTEN'}, the "
+             f"planted name {'untouched' if same else 'changed'}, message "
+             f"{err[-1:]}")
+        os.unlink(path)
+        if os.path.exists(sock):
+            os.unlink(sock)
+
+
 # --- main --------------------------------------------------------------------
 
 RUN = {"ops": scenario_ops, "queues": scenario_queues,
@@ -3408,7 +3544,7 @@ RUN = {"ops": scenario_ops, "queues": scenario_queues,
        "handles": scenario_handles, "acl": scenario_acl,
        "userns": scenario_userns,
        "devices": scenario_devices, "compromised": scenario_compromised,
-       "frontfds": scenario_frontfds}
+       "frontfds": scenario_frontfds, "statsfile": scenario_statsfile}
 
 
 def daemon_start_checks(ctx):

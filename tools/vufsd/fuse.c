@@ -1473,9 +1473,11 @@ static int op_read(struct req *r)
 	unsigned int k;
 	ssize_t n;
 
-	if (size > room) {
+	if (size > MAX_WRITE || size > room) {
 		handle_put(h);
-		return refuse(r, "READ larger than its reply buffers");
+		return refuse(r, size > MAX_WRITE ?
+			      "READ larger than max_pages (INIT)" :
+			      "READ larger than its reply buffers");
 	}
 	if (!h || h->dir) {
 		handle_put(h);
@@ -1499,6 +1501,8 @@ static int op_write(struct req *r)
 	struct handle *h;
 	int ret = 0;
 
+	if (in->size > MAX_WRITE)
+		return refuse(r, "WRITE larger than max_write (INIT)");
 	if (r->arglen - sizeof(*in) != in->size)
 		return refuse(r, "WRITE size differs from its data");
 	h = handle_get(in->fh);

@@ -34,6 +34,7 @@
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
 
+#include "../include/ownfile.h"
 #include "fuse.h"
 #include "log.h"
 #include "sandbox.h"
@@ -1000,9 +1001,12 @@ int main(int argc, char **argv)
 	fuse_set_cache(cache, writeback);
 	fuse_set_handles(handles);
 	if (d.stats_path) {
-		d.stats_fd = open(d.stats_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		d.stats_fd = own_file_open(d.stats_path);
 		if (d.stats_fd < 0) {
-			logmsg("--stats %s: %m", d.stats_path);
+			logmsg("--stats %s: %m%s", d.stats_path,
+			       errno == ELOOP || errno == EPERM ?
+			       " (a link, or not a regular file of ours with one name: not written)" :
+			       "");
 			return 1;
 		}
 	}
