@@ -3197,6 +3197,14 @@ def scenario_userns(ctx):
              f"server's uid_map is {umap}")
         write_file(os.path.join(share, "hosts"), b"root's\n", 0o644)
         os.chmod(share, 0o777)
+        with ctx.connect(daemon=d, init=False) as (dev, s):
+            s.init(flags2=fp.INIT2_CREATE_SUPP_GROUP)
+            s.uid, s.gid = 1000, 1000
+            g = s.create(ROOT_ID, "g", 0o644, ext=fp.ext_groups(70000))
+            t.ok(g.error == -errno.EPERM and owner(share, "g") is None,
+                 f"userns: guest user 1000 with supplementary group 70000 "
+                 f"(outside the map): {g.errname()} (want -EPERM, as for "
+                 f"an unmapped uid or gid)")
         with ctx.connect(daemon=d) as (dev, s):
             r = s.create(ROOT_ID, "r", 0o644)
             s.uid, s.gid = 1000, 1000

@@ -48,6 +48,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "../include/sandbox_common.h"
 #include "log.h"
 #include "sandbox.h"
 
@@ -93,39 +94,6 @@ static void supervise(pid_t child, const sigset_t *mask,
 		exit(128 + WTERMSIG(status));
 	}
 	exit(WEXITSTATUS(status));
-}
-
-/* Make dir the root of this mount namespace and detach the old one. */
-static int pivot_into(const char *dir)
-{
-	int oldroot, newroot;
-
-	if (mount(dir, dir, NULL, MS_BIND | MS_REC, NULL)) {
-		logmsg("sandbox: bind-mounting %s: %m", dir);
-		return -1;
-	}
-	oldroot = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	newroot = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (oldroot < 0 || newroot < 0) {
-		logmsg("sandbox: %s: %m", dir);
-		return -1;
-	}
-	/*
-	 * pivot_root(".", ".") stacks the old root on top of the new one;
-	 * detaching "." from the old root's side then leaves only the share.
-	 */
-	if (fchdir(newroot) || syscall(SYS_pivot_root, ".", ".")) {
-		logmsg("sandbox: pivot_root into %s: %m", dir);
-		return -1;
-	}
-	if (fchdir(oldroot) || umount2(".", MNT_DETACH) || fchdir(newroot) ||
-	    chroot(".") || chdir("/")) {
-		logmsg("sandbox: detaching the old root: %m");
-		return -1;
-	}
-	close(oldroot);
-	close(newroot);
-	return 0;
 }
 
 /* Writes text to /proc/PID/file; 0 or -1 with errno. */
@@ -357,45 +325,12 @@ int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
 		logmsg("sandbox: /proc/self/fd: %m");
 		return -1;
 	}
-	return pivot_into(dir);
+	return sandbox_pivot_into(dir);
 }
 
-/*
- * Keep only the capabilities in keep (a mask of CAP_* bits): effective,
- * permitted and bounding set, nothing inheritable or ambient, and set
- * no_new_privs.
- */
 int sandbox_drop_caps(uint64_t keep)
 {
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct data[2] = { { 0 } };
-	int cap;
-
-	for (cap = 0; cap <= 63; cap++) {
-		if (keep & (1ULL << cap))
-			continue;
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL) {
-			logmsg("sandbox: dropping capability %d from the bounding set: %m",
-			       cap);
-			return -1;
-		}
-	}
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) &&
-	    errno != EINVAL)
-		return -1;
-	data[0].effective = data[0].permitted = (uint32_t)keep;
-	data[1].effective = data[1].permitted = (uint32_t)(keep >> 32);
-	if (syscall(SYS_capset, &hdr, data)) {
-		logmsg("sandbox: capset: %m");
-		return -1;
-	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
-		logmsg("sandbox: no_new_privs: %m");
-		return -1;
-	}
-	return 0;
+	return sandbox_keep_caps(keep);
 }
 
 /*
@@ -572,8 +507,9 @@ int creds_enter(const struct creds *c)
 
 	if (!creds_on || (!c->uid && !c->gid))
 		return 0;
+	/* EINVAL here and below: an id the user namespace does not map. */
 	if (ngroups && syscall(SYS_setgroups, ngroups, c->groups))
-		return -errno;
+		return errno == EINVAL ? -EPERM : -errno;
 	if (syscall(SYS_setresgid, -1, c->gid, -1))
 		goto undo_groups;
 	if (syscall(SYS_setresuid, -1, c->uid, -1))
@@ -589,7 +525,6 @@ undo_groups:
 	err = errno;
 	if (ngroups && syscall(SYS_setgroups, 0, NULL))
 		creds_stuck();
-	/* EINVAL: an id the server's user namespace does not map. */
 	return err == EINVAL ? -EPERM : -err;
 }
 
