@@ -26,7 +26,13 @@
 #                          fills before the disk's tags run out),
 #                          errsector=S (file disks: QEMU's blkdebug fails
 #                          every read and write that touches 512-byte
-#                          sector S with EIO; the device reports IOERR).
+#                          sector S with EIO; the device reports IOERR),
+#                          logwrites (file disks: QEMU's blklogwrites
+#                          records every completed write and flush in
+#                          RUNDIR/diskK.log, dm-log-writes' format, for
+#                          tests/tools/replay_log.py; the device offers no
+#                          discard or write-zeroes, which QEMU 7.2's
+#                          blklogwrites cannot log safely).
 #   --no-disk              no virtio-blk disk at all
 #   --pin                  pin QEMU's threads once it runs: vCPU k on host
 #                          CPU k (modulo the host's CPUs), every other thread
@@ -221,7 +227,7 @@ for spec in "${disks[@]}"; do
 	kind=${spec%%:*}
 	opts=""
 	[[ $spec == *:* ]] && opts=${spec#*:}
-	size=1G queues=2 aio=io_uring ro=off bus=virtio same="" iothread="" qsize="" noindirect="" errsector=""
+	size=1G queues=2 aio=io_uring ro=off bus=virtio same="" iothread="" qsize="" noindirect="" errsector="" logwrites=""
 	IFS=, read -ra kv <<<"$opts"
 	for o in "${kv[@]}"; do
 		case $o in
@@ -235,6 +241,7 @@ for spec in "${disks[@]}"; do
 		qsize=*) qsize=${o#qsize=} ;;
 		noindirect) noindirect=1 ;;
 		errsector=*) errsector=${o#errsector=} ;;
+		logwrites) logwrites=1 ;;
 		*) die "unknown disk option '$o' in '$spec'" ;;
 		esac
 	done
@@ -262,10 +269,16 @@ for spec in "${disks[@]}"; do
 			disk_args+=(-blockdev "{\"driver\":\"blkdebug\",\"node-name\":\"e$i\",\"image\":\"f$i\",\"inject-error\":[{\"event\":\"read_aio\",\"errno\":5,\"sector\":$errsector,\"once\":false},{\"event\":\"write_aio\",\"errno\":5,\"sector\":$errsector,\"once\":false}]}")
 			proto=e$i
 		fi
+		if [[ -n $logwrites ]]; then
+			: >"$rundir/disk$i.log"
+			disk_args+=(-blockdev "driver=file,node-name=l$i,filename=$rundir/disk$i.log,aio=$aio,cache.direct=off")
+			disk_args+=(-blockdev "driver=blklogwrites,node-name=w$i,file=$proto,log=l$i,log-sector-size=512")
+			proto=w$i
+		fi
 		disk_args+=(-blockdev "driver=raw,node-name=d$i,file=$proto,read-only=$ro")
 		;;
 	null)
-		[[ -z $errsector ]] || die "errsector needs a file disk, in '$spec'"
+		[[ -z $errsector$logwrites ]] || die "errsector and logwrites need a file disk, in '$spec'"
 		bytes=$(numfmt --from=iec "$size")
 		disk_args+=(-blockdev "driver=null-co,node-name=d$i,size=$bytes,read-zeroes=on,read-only=$ro")
 		;;
@@ -282,6 +295,7 @@ for spec in "${disks[@]}"; do
 		dev="virtio-blk-pci,id=vdisk$i,drive=$node,num-queues=$queues,serial=vstor$i,share-rw=on"
 		[[ -z $qsize ]] || dev+=",queue-size=$qsize"
 		[[ -z $noindirect ]] || dev+=",indirect_desc=off"
+		[[ -z $logwrites ]] || dev+=",discard=off,write-zeroes=off"
 		if [[ -n $iothread ]]; then
 			disk_args+=(-object "iothread,id=$iothread")
 			dev+=",iothread=$iothread"
