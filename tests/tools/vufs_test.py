@@ -2503,6 +2503,18 @@ def scenario_sandbox(ctx):
          all(e.isdigit() or e in ("self", "thread-self") for e in above),
          f"sandbox: above its /proc/self/fd: {above} (want processes "
          "only: no sys, sysrq-trigger or kcore)")
+    links = []
+    for fd in os.listdir(f"/proc/{server}/fd"):
+        try:
+            links.append(os.readlink(f"/proc/{server}/fd/{fd}"))
+        except OSError:
+            pass
+    seq0 = ctx.stats.wait()["seq"] if ctx.stats else None
+    seq1 = ctx.stats.wait()["seq"] if ctx.stats else None
+    t.ok(d.stats not in links and (seq0 is None or seq1 > seq0),
+         f"sandbox: the server holds no descriptor of the stats file (a "
+         f"server taken over could fill it and make it set-uid root), the "
+         f"supervisor writes it: seq {seq0} then {seq1}")
     st = proc_status(server)
     caps = {k: int(st[k], 16) for k in ("CapEff", "CapPrm", "CapBnd",
                                         "CapInh", "CapAmb")}
@@ -3158,7 +3170,10 @@ def userns_daemon(ctx, name, opts, owner, prefix=()):
     d = Daemon(ctx.args, base)
     d.share = share
     d.socket = os.path.join(base, f"{name}.sock")
-    d.stats = os.path.join(base, f"{name}.stats")
+    # Run by root, the stats file must not be in a directory another
+    # user owns (vufsd refuses it: that user could swap the file).
+    d.stats = os.path.join(base if prefix else ctx.daemon.workdir,
+                           f"{name}.stats")
     d.log = ctx.daemon.log
     d.extra = ["--sandbox", "userns"] + opts
     d.prefix = list(prefix)
@@ -3412,6 +3427,10 @@ def scenario_frontfds(ctx):
     plain = os.open(os.path.join(x.workdir, "frontfds.kick"),
                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     os.write(plain, b"\1" * 8)
+    sem = os.eventfd(0, os.EFD_SEMAPHORE | os.EFD_CLOEXEC)
+    os.eventfd_write(sem, 2**64 - 2)
+    with open(f"/proc/self/fdinfo/{sem}") as f:
+        shows_sem = "eventfd-semaphore" in f.read()
     try:
         with ctx.connect(daemon=x) as (dev, s):
             c = dev.conn
@@ -3425,7 +3444,13 @@ def scenario_frontfds(ctx):
                     ("the pipe's read end as error fd", vu.Req.SET_VRING_ERR,
                      1, rd),
                     ("a regular file as kick fd", vu.Req.SET_VRING_KICK,
-                     kick_q, plain)):
+                     kick_q, plain),
+                    ("a semaphore eventfd of count 2^64-2 as kick fd",
+                     vu.Req.SET_VRING_KICK, kick_q, sem)):
+                if fd == sem and not shows_sem:
+                    t.skip(f"frontfds: {what}", "this kernel's fdinfo does "
+                           "not show EFD_SEMAPHORE (Linux 6.5)")
+                    continue
                 status = c.ack(req, struct.pack("<Q", index), [fd])
                 t.ok(status != 0, f"frontfds: {what} on vring {index}: "
                      f"refused (ack {status}, want non-zero)")
@@ -3476,6 +3501,7 @@ def scenario_frontfds(ctx):
         os.close(rd)
         os.close(wr)
         os.close(plain)
+        os.close(sem)
         t0 = time.monotonic()
         rc = x.stop()
         t.ok(rc == 0, f"frontfds: SIGTERM: the daemon exits {rc} in "
@@ -3485,8 +3511,10 @@ def scenario_frontfds(ctx):
 def scenario_statsfile(ctx):
     """--stats as root in a directory others may write to: what a local
     user plants at the path (a symbolic link or a hard link to root's
-    0600 file, a file of their own, a FIFO) is neither followed nor
-    written; the daemon says why and does not start."""
+    0600 file, a file of their own, a FIFO, a link in place of a
+    directory on the way) is neither followed nor written, and a path
+    through a directory others may write to (not sticky) is refused; the
+    daemon says why and does not start."""
     t, d, tmo = ctx.tap, ctx.daemon, ctx.args.timeout
     if not ctx.only_vufsd_root("statsfile", "vufsd's --stats"):
         return
@@ -3506,12 +3534,32 @@ def scenario_statsfile(ctx):
         elif kind == "FIFO":
             os.mkfifo(path, 0o666)
 
-    for kind in ("symlink", "hard link", "another user's file", "FIFO"):
+    linkdir = os.path.join(d.workdir, "statslink")
+    os.symlink(d.workdir, linkdir)
+    opendir = os.path.join(d.workdir, "statsopen")
+    os.makedirs(opendir, exist_ok=True)
+    os.chown(opendir, 0, 1000)
+    os.chmod(opendir, 0o775)
+    for kind in ("symlink", "hard link", "another user's file", "FIFO",
+                 "directory link", "group-writable directory"):
         write_file(victim, secret)
         os.chmod(victim, 0o600)
         path = os.path.join(top, kind.replace(" ", "-").replace("'", ""))
+        if kind == "directory link":
+            # A user who could make /tmp/x point at /etc: root's own
+            # file with one name is at the end of the path.
+            path = os.path.join(linkdir, os.path.basename(victim))
+        elif kind == "group-writable directory":
+            # Group 1000 could swap the file for a link at any time.
+            path = os.path.join(opendir, "stats")
         plant(kind, path)
-        before = os.lstat(path)
+
+        def look():
+            if not os.path.lexists(path):
+                return None
+            st = os.lstat(path)
+            return st.st_ino, st.st_size, st.st_mtime_ns
+        before = look()
         sock = os.path.join(d.workdir, "statsfile.sock")
         argv = [d.binary, "--socket", sock, "--shared-dir", d.share,
                 "--stats", path, "--stats-interval", "50"]
@@ -3525,17 +3573,16 @@ def scenario_statsfile(ctx):
             p.wait(tmo)
             rc = "still serving"
         err = p.stderr.read().strip().splitlines()
-        after = os.lstat(path)
         with open(victim, "rb") as f:
             intact = f.read() == secret
-        same = ((after.st_ino, after.st_size, after.st_mtime_ns) ==
-                (before.st_ino, before.st_size, before.st_mtime_ns))
+        same = look() == before
         t.ok(rc == 1 and intact and same and "--stats" in " ".join(err),
              f"statsfile: {kind} at the --stats path: exit {rc} (want 1), "
              f"root's file {'intact' if intact else 'OVERWRITTEN'}, the "
              f"planted name {'untouched' if same else 'changed'}, message "
              f"{err[-1:]}")
-        os.unlink(path)
+        if kind != "directory link" and os.path.lexists(path):
+            os.unlink(path)
         if os.path.exists(sock):
             os.unlink(sock)
 

@@ -45,6 +45,8 @@
 #include <seccomp.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -65,16 +67,53 @@ static pid_t outer_pid(void)
 }
 
 /*
- * The supervisor: forward the stop signals to the server, wait for it,
- * clean up and exit with its status. Never returns.
+ * Write the last stats file the server has sent into stats_fd; false once
+ * the server has closed its end (it never sends an empty message).
  */
-static void supervise(pid_t child, const sigset_t *mask,
-		      void (*cleanup)(void))
+static bool take_stats(int sock, int stats_fd, char *buf)
 {
-	int status = 0, sig;
+	ssize_t n, last = -1;
+	bool open_end = true;
 
 	for (;;) {
-		pid_t w = waitpid(child, &status, WNOHANG);
+		n = recv(sock, buf, SANDBOX_STATS_MAX, MSG_DONTWAIT | MSG_TRUNC);
+		if (n == 0) {
+			open_end = false;
+			break;
+		}
+		if (n < 0)
+			break;
+		last = n <= SANDBOX_STATS_MAX ? n : -1;
+	}
+	if (last >= 0 && (pwrite(stats_fd, buf, last, 0) != last ||
+			  ftruncate(stats_fd, last)))
+		logmsg("supervisor: writing the stats file: %m");
+	return open_end;
+}
+
+/*
+ * The supervisor: forward the stop signals to the server, write the stats
+ * it sends (the server holds no descriptor of that host file), wait for
+ * it, clean up and exit with its status. Never returns.
+ */
+static void supervise(pid_t child, const sigset_t *mask,
+		      void (*cleanup)(void), int sock, int stats_fd)
+{
+	char *buf = stats_fd >= 0 ? malloc(SANDBOX_STATS_MAX) : NULL;
+	int sfd = signalfd(-1, mask, SFD_CLOEXEC), status = 0;
+	bool alive = buf != NULL;
+
+	if (sfd < 0) {
+		logmsg("supervisor: signalfd: %m: stopping the server");
+		kill(child, SIGKILL);
+	}
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = sfd, .events = POLLIN },
+			{ .fd = alive ? sock : -1, .events = POLLIN },
+		};
+		struct signalfd_siginfo si;
+		pid_t w = waitpid(child, &status, sfd < 0 ? 0 : WNOHANG);
 
 		if (w == child)
 			break;
@@ -83,11 +122,17 @@ static void supervise(pid_t child, const sigset_t *mask,
 			status = 1 << 8;
 			break;
 		}
-		if (sigwait(mask, &sig))
+		if (poll(p, 2, -1) < 0)
 			continue;
-		if (sig != SIGCHLD)
-			kill(child, sig);
+		if (p[0].revents & POLLIN &&
+		    read(sfd, &si, sizeof(si)) == sizeof(si) &&
+		    si.ssi_signo != SIGCHLD)
+			kill(child, si.ssi_signo);
+		if (p[1].revents)
+			alive = take_stats(sock, stats_fd, buf);
 	}
+	if (buf)
+		take_stats(sock, stats_fd, buf);	/* the last, at its exit */
 	cleanup();
 	if (WIFSIGNALED(status)) {
 		logmsg("the sandboxed server died of signal %d", WTERMSIG(status));
@@ -204,10 +249,10 @@ static int write_maps(pid_t child, const struct userns *u)
 }
 
 int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
-		  void (*cleanup)(void), const struct userns *u)
+		  void (*cleanup)(void), const struct userns *u, int *stats)
 {
 	sigset_t mask, old;
-	int alive[2], go[2] = { -1, -1 };
+	int alive[2], go[2] = { -1, -1 }, sv[2] = { -1, -1 };
 	pid_t child;
 
 	/* The forwarded signals wait for sigwait() in the supervisor. */
@@ -222,6 +267,14 @@ int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
 		logmsg("sandbox: pipe: %m");
 		return -1;
 	}
+	if (*stats >= 0 &&
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+		logmsg("sandbox: socketpair: %m");
+		return -1;
+	}
+	if (sv[1] >= 0)
+		setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF,
+			   &(int){ 4 * SANDBOX_STATS_MAX }, sizeof(int));
 	if (u) {
 		/* The user namespace owns the PID namespace made with it. */
 		if (pipe2(go, O_CLOEXEC)) {
@@ -258,7 +311,15 @@ int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
 				return -1;
 			}
 		}
-		supervise(child, &mask, cleanup);
+		if (sv[1] >= 0)
+			close(sv[1]);
+		supervise(child, &mask, cleanup, sv[0], *stats);
+	}
+	/* The server sends its stats; the file stays the supervisor's. */
+	if (sv[0] >= 0) {
+		close(sv[0]);
+		close(*stats);
+		*stats = sv[1];
 	}
 	if (u) {
 		char c;
@@ -344,8 +405,8 @@ int sandbox_drop_caps(uint64_t keep)
  * namespaces, no ioctl.
  */
 static const int allowed_syscalls[] = {
-	/* requests and the device */
-	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(pread64), SCMP_SYS(pwrite64),
+	/* requests and the device; the stats to the supervisor */
+	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(sendto), SCMP_SYS(pread64), SCMP_SYS(pwrite64),
 	SCMP_SYS(readv), SCMP_SYS(writev), SCMP_SYS(preadv), SCMP_SYS(pwritev),
 	SCMP_SYS(preadv2), SCMP_SYS(pwritev2), SCMP_SYS(lseek),
 	SCMP_SYS(recvmsg), SCMP_SYS(sendmsg), SCMP_SYS(recvfrom),

@@ -28,13 +28,17 @@ struct userns {
 
 /*
  * Fork: the caller stays outside as the supervisor (forwards the stop
- * signals, calls cleanup when the server exits, exits with its status;
- * never returns), the child enters new namespaces with dir as its root
- * and returns 0 with /proc/self/fd open in *proc_fd and its host PID in
- * *host_pid. -1 on failure, in whichever process it happened.
+ * signals, writes the stats file, calls cleanup when the server exits,
+ * exits with its status; never returns), the child enters new namespaces
+ * with dir as its root and returns 0 with /proc/self/fd open in *proc_fd
+ * and its host PID in *host_pid. *stats is the stats file (or -1): the
+ * supervisor keeps it, and in the server it becomes a socket to send each
+ * version of the file to, as one message of at most SANDBOX_STATS_MAX
+ * bytes. -1 on failure, in whichever process it happened.
  */
+#define SANDBOX_STATS_MAX	(1 << 16)
 int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
-		  void (*cleanup)(void), const struct userns *u);
+		  void (*cleanup)(void), const struct userns *u, int *stats);
 /* Keep only the capabilities in keep (CAP_* bits); set no_new_privs. */
 int sandbox_drop_caps(uint64_t keep);
 /*

@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <linux/capability.h>
 #include <linux/virtio_config.h>
@@ -65,6 +66,7 @@ static struct daemon {
 	unsigned int stats_ms;
 	int listen_fd, conn_fd, sig_fd, stats_fd, lock_fd;
 	int proc_fd;			/* /proc/self/fd */
+	bool stats_sock;		/* stats_fd is the supervisor's socket */
 	bool sandbox;			/* --sandbox namespace or userns */
 	bool userns;			/* --sandbox userns */
 	int seccomp;			/* --seccomp: 0 none, 1 log, 2 kill */
@@ -188,9 +190,15 @@ static void write_stats(void)
 		fuse_op_counts(stats_op, &sb);
 		len = sb.len;
 	}
-	if (pwrite(d.stats_fd, buf, len, 0) != (ssize_t)len ||
-	    ftruncate(d.stats_fd, len))
+	if (d.stats_sock) {
+		/* Sandboxed: the supervisor writes it (sandbox.c). */
+		if (send(d.stats_fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL) !=
+		    (ssize_t)len)
+			logmsg("sending the stats to the supervisor: %m (this update is dropped)");
+	} else if (pwrite(d.stats_fd, buf, len, 0) != (ssize_t)len ||
+		   ftruncate(d.stats_fd, len)) {
 		logmsg("writing %s: %m", d.stats_path);
+	}
 }
 
 /* ---- device state ---- */
@@ -296,7 +304,7 @@ static int check_eventfd(int fd, uint32_t req, unsigned int index)
 {
 	char name[32], link[64];
 	ssize_t n;
-	int fl;
+	int fl, info;
 
 	snprintf(name, sizeof(name), "%d", fd);
 	n = readlinkat(d.proc_fd, name, link, sizeof(link) - 1);
@@ -309,6 +317,26 @@ static int check_eventfd(int fd, uint32_t req, unsigned int index)
 		logmsg("%s: vring %u: the descriptor is %s, not an eventfd",
 		       vu_req_name(req), index, link);
 		return -EINVAL;
+	}
+	/*
+	 * A semaphore eventfd gives up its count one read at a time: with a
+	 * huge count, a kick fd that never runs dry. Its fdinfo says so
+	 * (Linux 6.5 and later; older kernels cannot tell, and pass).
+	 */
+	snprintf(name, sizeof(name), "../fdinfo/%d", fd);
+	info = openat(d.proc_fd, name, O_RDONLY | O_CLOEXEC);
+	if (info >= 0) {
+		char text[256];
+		ssize_t len = read(info, text, sizeof(text) - 1);
+
+		close(info);
+		text[len > 0 ? len : 0] = '\0';
+		if (strstr(text, "eventfd-semaphore:\t1") ||
+		    strstr(text, "eventfd-semaphore: 1")) {
+			logmsg("%s: vring %u: a semaphore eventfd", vu_req_name(req),
+			       index);
+			return -EINVAL;
+		}
 	}
 	if (req == VU_SET_VRING_KICK)
 		return 0;	/* made non-blocking when the ring starts */
@@ -1004,8 +1032,8 @@ int main(int argc, char **argv)
 		d.stats_fd = own_file_open(d.stats_path);
 		if (d.stats_fd < 0) {
 			logmsg("--stats %s: %m%s", d.stats_path,
-			       errno == ELOOP || errno == EPERM ?
-			       " (a link, or not a regular file of ours with one name: not written)" :
+			       errno == ELOOP || errno == EPERM || errno == ENOTDIR ?
+			       " (a link on the way or at the end, a directory others may write to, or not a regular file of ours with one name: not written)" :
 			       "");
 			return 1;
 		}
@@ -1019,13 +1047,14 @@ int main(int argc, char **argv)
 
 		/* Returns in the sandboxed server only. */
 		if (sandbox_enter(d.shared_dir, &proc_fd, &d.pid, unlisten,
-				  d.userns ? &un : NULL)) {
+				  d.userns ? &un : NULL, &d.stats_fd)) {
 			if (getpid() == supervisor)
 				unlisten();
 			return 1;
 		}
 		close(d.lock_fd);	/* the supervisor's */
 		d.lock_fd = -1;
+		d.stats_sock = d.stats_fd >= 0;
 	}
 	if (proc_fd < 0)
 		proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
