@@ -17,7 +17,7 @@ TESTS=(cr_tool cr_boot cr_irq cr_wt_repoll cr_wb_repoll)
 timeout_cr_boot=900
 
 CR_MB=64
-CR_FILES=24
+CR_FILES=12
 CR_VM=$BUILD/logs/crash-vm-${KBASE:-6.12}
 
 desc_cr_tool="the replay tool on a log made on the host (mkfs.ext4 and debugfs, block by block): it passes at every flush, fails when the second file's writes are lost, and refuses a log that is not one"
@@ -59,7 +59,7 @@ crash_replay() {
 	local log=$CR_VM/vm/disk$1.log out rc=0
 	[[ -s $log && -s $CR_VM/vm/status ]] || fail "not run: cr_boot made no log of disk $1" || return
 	out=$(python3 "$TOP/tests/tools/replay_log.py" "$log" --size $((CR_MB << 20)) \
-		--random 20 --work "$CR_VM/replay$1") || rc=$?
+		--random 10 --work "$CR_VM/replay$1") || rc=$?
 	printf '%s\n' "$out"
 	((rc == 0)) || fail "replay: $(tail -n 1 <<<"$out")" || return
 	echo "==> disk $1: $(tail -n 1 <<<"$out")"
