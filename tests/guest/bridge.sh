@@ -76,7 +76,7 @@ vub() {
 	((rc == 0)) || fail "vub_test.py $* exited $rc"
 }
 
-desc_br_cli="--help, and clear errors for bad options (--queues, --workers, --busy-poll), a missing backend, a directory, too many queues, a socket path that is a file, an unknown --socket-group; the socket is mode 0600, 0660 and the group's with --socket-group"
+desc_br_cli="--help, and clear errors for bad options (--queues, --workers, --busy-poll, --sandbox, --seccomp, --sandbox-user), a missing backend, a directory, too many queues, a socket path that is a file, an unknown --socket-group; the socket is mode 0600, 0660 and the group's with --socket-group"
 br_cli() {
 	vhost_blk_load || return
 	local out rc
@@ -104,6 +104,10 @@ br_cli() {
 	expect_err 1 "exists and is not a socket" -s /tmp/x.notsock -b /dev/ram0 || return
 	[[ -f /tmp/x.notsock ]] || fail "the bridge removed a regular file at its socket path" || return
 	expect_err 2 "no such group" -s /tmp/x.sock -b /dev/ram0 --socket-group no-such-group || return
+	expect_err 2 "neither namespace nor none" -s /tmp/x.sock -b /dev/ram0 --sandbox chroot || return
+	expect_err 2 "is not kill, log or none" -s /tmp/x.sock -b /dev/ram0 --seccomp trap || return
+	expect_err 1 "--sandbox-user no-such-user: no such user" -s /tmp/x.sock -b /dev/ram0 --sandbox-user no-such-user || return
+	expect_err 1 "--sandbox-user root: that is root" -s /tmp/x.sock -b /dev/ram0 --sandbox-user root || return
 	# The owner alone by default (0600), group 100 too with --socket-group.
 	local g mode i pid
 	for g in "" 100; do
@@ -118,6 +122,110 @@ br_cli() {
 		kill "$pid"
 		wait "$pid"
 		expect_eq "socket mode:group${g:+ with --socket-group $g}" "$mode" "$([[ -n $g ]] && echo 660:100 || echo 600:0)" || return
+	done
+}
+
+desc_br_statsfile="--stats as root in a directory others may write to: a symlink or hard link to root's 0600 file, another user's file or a FIFO planted at the path is neither followed nor replaced, the bridge says so and keeps serving; a symlink at PATH.tmp (the name it used to write first) is not followed; its own file from an earlier run is replaced, and no temporary file stays"
+br_statsfile() {
+	vhost_blk_load || return
+	local dir=/tmp/br-statsdir victim=/tmp/br-victim kind path before after i
+	rm -rf "$dir" && mkdir -m 1777 "$dir" || return
+	for kind in symlink hardlink foreign fifo tmplink own; do
+		printf 'root only\n' >"$victim" && chmod 600 "$victim" || return
+		path=$dir/$kind.stats
+		case $kind in
+		symlink) ln -s "$victim" "$path" ;;
+		hardlink) ln "$victim" "$path" ;;
+		foreign) echo "user 1000's" >"$path" && chown 1000:1000 "$path" ;;
+		fifo) mkfifo -m 666 "$path" ;;
+		own) echo "seq 0" >"$path" ;;
+		tmplink) ln -s "$victim" "$path.tmp" && echo "seq 0" >"$path" ;;
+		esac || return
+		before=$(stat -c %i:%s:%Y:%F "$path")
+		"$BRIDGE" -s /tmp/br-sf.sock -b /dev/ram0 --stats "$path" 2>/tmp/br-sf.log &
+		BR_PID=$! BR_SOCK=/tmp/br-sf.sock BR_LOG=/tmp/br-sf.log
+		for ((i = 0; i < 100; i++)); do
+			[[ -S $BR_SOCK ]] && break
+			sleep 0.1
+		done
+		[[ -S $BR_SOCK ]] || fail "$kind: the bridge did not start: $(tail -n 2 "$BR_LOG")" || return
+		kill -USR1 "$BR_PID" && sleep 0.3
+		after=$(stat -c %i:%s:%Y:%F "$path")
+		br_stop || return
+		grep -qx 'root only' "$victim" || fail "$kind: root's 0600 file was written: $(head -c 80 "$victim")" || return
+		if [[ $kind == own || $kind == tmplink ]]; then
+			[[ $(br_get seq "$path") -ge 2 ]] || fail "$kind: the bridge's earlier file was not replaced ($(head -n 1 "$path"))" || return
+			[[ $kind == own || -L $path.tmp ]] || fail "tmplink: the link at $path.tmp was replaced" || return
+		else
+			[[ $after == "$before" ]] || fail "$kind: the planted name changed ($before -> $after)" || return
+			grep -q "cannot write $path.*not replaced" "$BR_LOG" || fail "$kind: the log does not say why: $(tail -n 2 "$BR_LOG")" || return
+		fi
+	done
+	[[ -z $(find "$dir" -name '.*') ]] || fail "temporary files left: $(ls -A "$dir")" || return
+	note "a symlink, a hard link, another user's file and a FIFO at the stats path: refused and left alone; a symlink at the old temporary name: not followed"
+}
+
+# br_server: the sandboxed server, the supervisor's ($BR_PID) only child.
+br_server() { pgrep -P "$BR_PID" | head -n 1; }
+
+# br_inject NAME ARGS...: the sandboxed server makes this system call
+# (tests/tools/syscall_inject.py, as an attacker running code in it would).
+br_inject() { /usr/bin/python3 "$TOP/tests/tools/syscall_inject.py" "$(br_server)" "$@"; }
+
+desc_br_sandbox="the default sandbox: a supervisor outside and a server running as nobody with no capabilities, no_new_privs, a seccomp filter, its own PID, mount, network, IPC and UTS namespaces and a root of /dev/vhost-blk and proc only; calls injected into the server: reopening the backend read-write through /proc/self/fd fails (EACCES), socket() and an ioctl outside the list kill it (SIGSYS), and with --seccomp none opening /etc/passwd finds nothing; the front end's I/O scenario passes, --sandbox none still serves"
+br_sandbox() {
+	vhost_blk_load || return
+	local srv ns st root out fd rc=0
+	br_start br-sbx --backend /dev/ram0 --queues 2 || return
+	srv=$(br_server)
+	[[ -n $srv ]] || fail "the supervisor $BR_PID has no server child" || return
+	for ns in mnt pid net ipc uts; do
+		[[ $(readlink "/proc/$srv/ns/$ns") != "$(readlink "/proc/self/ns/$ns")" ]] ||
+			fail "the server shares the $ns namespace" || return
+		[[ $(readlink "/proc/$BR_PID/ns/$ns") == "$(readlink "/proc/self/ns/$ns")" ]] ||
+			fail "the supervisor left the $ns namespace" || return
+	done
+	st=$(awk '/^(Uid|Gid|CapEff|CapPrm|CapBnd|CapInh|CapAmb|NoNewPrivs|Seccomp):/ { printf "%s%s ", $1, $2 }' "/proc/$srv/status")
+	expect_eq "the server's user, capabilities, no_new_privs and seccomp" "$st" \
+		"Uid:$(id -u nobody) Gid:$(id -g nobody) CapInh:0000000000000000 CapPrm:0000000000000000 CapEff:0000000000000000 CapBnd:0000000000000000 CapAmb:0000000000000000 NoNewPrivs:1 Seccomp:2 " || return
+	root=$(cd "/proc/$srv/root" && find . -mindepth 1 -maxdepth 2 ! -path './proc/*' | sort | tr '\n' ' ')
+	expect_eq "the server's root" "$root" "./dev ./dev/vhost-blk ./proc " || return
+	# No descriptor of a directory: one would lead anywhere through "..".
+	for fd in "/proc/$srv/fd"/*; do
+		[[ ! -d $fd ]] || fail "the server holds a directory: fd ${fd##*/} is $(readlink "$fd")" || return
+	done
+	vub --backend-size $((256 << 20)) --scenario io || return
+	br_stats || return
+	[[ $(br_get pid) == "$srv" ]] || fail "the stats name pid $(br_get pid), the server is $srv" || return
+	# Reopening the backend through its /proc/self/fd link, read-write.
+	out=$(br_inject openat -100 "/proc/self/fd/$(br_backend_fd)" 2)
+	expect_eq "openat(/proc/self/fd/BACKEND, O_RDWR) injected" "$out" -13 || return
+	out=$(br_inject socket 2 1 0)
+	expect_eq "socket(AF_INET) injected into the server" "$out" "killed 31" || return
+	wait "$BR_PID" || rc=$?
+	expect_eq "the supervisor's exit after its server's SIGSYS" "$rc" 159 || return
+	[[ ! -e $BR_SOCK ]] || fail "the supervisor left $BR_SOCK behind" || return
+	# An ioctl outside the list (BLKGETSIZE64 on the backend's fd).
+	br_start br-sbx --backend /dev/ram0 || return
+	out=$(br_inject ioctl "$(br_backend_fd)" 0x80081272 0)
+	expect_eq "ioctl(BLKGETSIZE64) injected into the server" "$out" "killed 31" || return
+	wait "$BR_PID" || true
+	# No filter: what is left is the namespaces, and nothing to open.
+	br_start br-sbx --backend /dev/ram0 --seccomp none || return
+	out=$(br_inject openat -100 /etc/passwd 0)
+	expect_eq "openat(/etc/passwd) injected, --seccomp none" "$out" -2 || return
+	br_stop || return
+	br_start br-nosbx --backend /dev/ram0 --queues 2 --sandbox none || return
+	[[ -z $(br_server) ]] || fail "--sandbox none: a child process" || return
+	vub --backend-size $((256 << 20)) --scenario io || return
+	br_stop
+}
+
+# br_backend_fd: the server's descriptor of the backend (/dev/ram0).
+br_backend_fd() {
+	local fd
+	for fd in /proc/"$(br_server)"/fd/*; do
+		[[ $(readlink "$fd") == /dev/ram0 ]] && { basename "$fd"; return; }
 	done
 }
 
@@ -415,4 +523,4 @@ br_unload() {
 	vmodprobe -r vhost_blk || fail "cannot unload vhost_blk"
 }
 
-TESTS=(br_cli br_io br_busy_poll br_disconnect br_malformed br_readonly br_file br_failing br_nested br_unload)
+TESTS=(br_cli br_statsfile br_sandbox br_io br_busy_poll br_disconnect br_malformed br_readonly br_file br_failing br_nested br_unload)

@@ -31,8 +31,8 @@ REGS = ("r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax "
         "rip cs eflags rsp ss fs_base gs_base ds es fs gs").split()
 SYSCALL_INSN = b"\x0f\x05"
 
-NR = {"close": 3, "openat": 257, "open_by_handle_at": 304,
-      "name_to_handle_at": 303, "getdents64": 217, "read": 0}
+NR = {"read": 0, "close": 3, "ioctl": 16, "socket": 41, "getdents64": 217,
+      "openat": 257, "name_to_handle_at": 303, "open_by_handle_at": 304}
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.ptrace.restype = ctypes.c_long
@@ -63,6 +63,26 @@ def supported():
     if os.uname().machine != "x86_64":
         return f"syscall injection is written for x86-64, not {os.uname().machine}"
     return None
+
+
+def main(argv):
+    """syscall_inject.py PID NAME [ARG...]: make process PID call NAME with
+    integer ARGs (or strings, copied into its memory, as pointers); prints
+    the result, or 'killed SIGNAL' if the call ended the process."""
+    pid, name, args = int(argv[1]), argv[2], argv[3:]
+    with Injector(pid) as inj:
+        vals, off = [], 0
+        for a in args:
+            try:
+                vals.append(int(a, 0))
+            except ValueError:
+                vals.append(inj.poke(a.encode() + b"\0", off))
+                off += len(a) + 1
+        try:
+            print(inj.syscall(name, *vals))
+        except Killed as e:
+            sig = os.WTERMSIG(e.status) if os.WIFSIGNALED(e.status) else 0
+            print(f"killed {sig}")
 
 
 class Injector:
@@ -164,3 +184,8 @@ def file_handle(path):
         raise OSError(e, f"name_to_handle_at {path}: {os.strerror(e)}")
     size, htype = struct.unpack_from("=Ii", buf, 0)
     return htype, buf.raw[8:8 + size]
+
+
+if __name__ == "__main__":
+    import sys
+    main(sys.argv)

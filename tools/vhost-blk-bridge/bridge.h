@@ -11,11 +11,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <unistd.h>
+#include <sys/types.h>
+
+#include "../include/ownfile.h"
 
 #include "vhost_blk_uapi.h"
 #include "../include/vhost_user_wire.h"
 
 #define PROG			"vhost-blk-bridge"
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
 #define VHOST_BLK_DEV		"/dev/vhost-blk"
 #define MAX_QUEUES_PARAM	"/sys/module/vhost_blk/parameters/max_queues"
 #define MAX_QUEUES		128	/* vhost-blk's own limit */
@@ -71,6 +75,15 @@ struct bridge {
 	uint64_t kernel_features;
 
 	int listen_fd, lock_fd, conn_fd, sig_fd;
+	struct own_path stats;		/* --stats, opened at start */
+	bool sandbox;			/* --sandbox namespace */
+	int seccomp;			/* --seccomp: 0 none, 1 log, 2 kill */
+	bool sandboxed;			/* this process is the sandboxed server */
+	int stats_sock;			/* sandboxed: stats go to the supervisor */
+	pid_t host_pid;			/* as the host sees it */
+	const char *server_user;	/* --sandbox-user */
+	uid_t server_uid;		/* the sandboxed server's ids */
+	gid_t server_gid;
 
 	/* Per connection. */
 	uint64_t features;
@@ -111,6 +124,19 @@ void kernel_stop(struct bridge *b);
 int kernel_apply(struct bridge *b);
 /* /dev/vhost-blk is there: its features and queue limit; 0 or -1. */
 int probe_kernel(struct bridge *b);
+
+/* ---- the sandbox (sandbox.c) ---- */
+
+/*
+ * Split into a supervisor (never returns) and the sandboxed server, which
+ * returns 0 and serves; -1 with a message if the sandbox cannot be made
+ * (b->sandboxed says which process failed).
+ */
+int sandbox_enter(struct bridge *b);
+/* The sandboxed server's user and group, from --sandbox-user; 0 or -1. */
+int sandbox_user(struct bridge *b);
+/* The server's seccomp filter; log_only: allow and log what it misses. */
+int sandbox_seccomp(bool log_only);
 
 /* ---- the device presented (config.c) ---- */
 

@@ -99,26 +99,25 @@ static void write_stats(struct bridge *b)
 {
 	struct vring_stats s[MAX_QUEUES];
 	bool have_stats = false;
-	char tmp[PATH_MAX];
 	struct rusage ru;
 	unsigned int i;
+	char *buf = NULL;
+	size_t len = 0;
 	FILE *f;
 
 	if (!b->stats_path)
 		return;
 	if (b->vfd >= 0)
 		have_stats = !kernel_stats(b, s, b->queues);
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", b->stats_path) >= (int)sizeof(tmp))
-		return;
-	f = fopen(tmp, "w");
+	f = open_memstream(&buf, &len);
 	if (!f) {
-		logmsg("cannot write %s: %m", tmp);
+		logmsg("cannot write %s: %m", b->stats_path);
 		return;
 	}
 	getrusage(RUSAGE_THREAD, &ru);
 	fprintf(f, "seq %" PRIu64 "\npid %d\nconnections %" PRIu64
 		"\nmessages %" PRIu64 "\nerrors %" PRIu64 "\nrebuilds %" PRIu64
-		"\nrunning %d\ncpu_us %lld\n", ++b->seq, (int)getpid(),
+		"\nrunning %d\ncpu_us %lld\n", ++b->seq, (int)b->host_pid,
 		b->connections, b->messages, b->errors, b->rebuilds,
 		b->vfd >= 0,
 		(long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
@@ -147,8 +146,18 @@ static void write_stats(struct bridge *b)
 			r->programmed, (unsigned long long)t.poll_hits,
 			(unsigned long long)t.poll_completions);
 	}
-	if (fclose(f) || rename(tmp, b->stats_path))
+	if (fclose(f)) {
 		logmsg("cannot write %s: %m", b->stats_path);
+	} else if (b->stats_sock >= 0) {
+		/* One message: the supervisor writes it (sandbox.c). */
+		if (send(b->stats_sock, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT) !=
+		    (ssize_t)len)
+			logmsg("cannot send the stats to the supervisor: %m (this update is dropped)");
+	} else if (own_file_replace(&b->stats, buf, len, b->seq)) {
+		logmsg("cannot write %s: %m%s", b->stats_path,
+		       errno == EPERM ? " (it is not a regular file of ours with one name: not replaced)" : "");
+	}
+	free(buf);
 }
 
 /* ---- message handlers: 0, or a negative errno to refuse the message ---- */
@@ -533,6 +542,17 @@ static void usage(FILE *f)
 "      --stats FILE      write counters to FILE on SIGUSR1 and at each\n"
 "                        disconnect (messages, CPU time, vhost-blk's per-vring\n"
 "                        counters)\n"
+"      --sandbox MODE    namespace (default): serve from an unprivileged process\n"
+"                        with no capabilities, in new PID, mount, network, IPC and UTS\n"
+"                        namespaces whose root holds only /dev/vhost-blk and\n"
+"                        a proc of its own; a supervisor outside keeps the\n"
+"                        socket and writes --stats. none: one process, as\n"
+"                        started (root, every capability)\n"
+"      --sandbox-user USER  the user the sandboxed server runs as (default\n"
+"                        nobody): one that owns no files\n"
+"      --seccomp MODE    in the sandbox, a system call or ioctl outside the\n"
+"                        list kills the server (kill, the default), is logged\n"
+"                        to the audit log (log), or no filter (none)\n"
 "  -v, --verbose         log every vhost-user message\n"
 "  -h, --help            this text\n"
 "\n"
@@ -569,6 +589,9 @@ int main(int argc, char **argv)
 		{ "seg-max", required_argument, NULL, 'm' },
 		{ "busy-poll", required_argument, NULL, 'P' },
 		{ "stats", required_argument, NULL, 't' },
+		{ "sandbox", required_argument, NULL, 'X' },
+		{ "seccomp", required_argument, NULL, 'C' },
+		{ "sandbox-user", required_argument, NULL, 'U' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -580,12 +603,20 @@ int main(int argc, char **argv)
 	unsigned int i;
 	int c;
 
+	/*
+	 * Nothing inherited reaches the server: a directory descriptor from
+	 * whoever started us would lead out of its sandbox.
+	 */
+	close_range(3, ~0U, 0);
 	b->queues = 1;
 	b->worker_per_queue = true;
 	b->seg_max = 126;
 	b->socket_group = (gid_t)-1;
+	b->sandbox = true;
+	b->seccomp = 2;
+	b->host_pid = getpid();
 	b->backend_fd = b->listen_fd = b->lock_fd = b->conn_fd = b->sig_fd =
-		b->vfd = -1;
+		b->vfd = b->stats_sock = -1;
 	for (i = 0; i < MAX_QUEUES; i++)
 		b->rings[i].kick = b->rings[i].call = b->rings[i].err = -1;
 
@@ -638,6 +669,27 @@ int main(int argc, char **argv)
 		case 't':
 			b->stats_path = optarg;
 			break;
+		case 'X':
+			if (!strcmp(optarg, "namespace") || !strcmp(optarg, "none")) {
+				b->sandbox = !strcmp(optarg, "namespace");
+			} else {
+				logmsg("--sandbox: '%s' is neither namespace nor none", optarg);
+				return 2;
+			}
+			break;
+		case 'U':
+			b->server_user = optarg;
+			break;
+		case 'C':
+			for (i = 0; i < 3; i++)
+				if (!strcmp(optarg, (const char *[]){ "none", "log", "kill" }[i]))
+					break;
+			if (i == 3) {
+				logmsg("--seccomp: '%s' is not kill, log or none", optarg);
+				return 2;
+			}
+			b->seccomp = i;
+			break;
 		case 'v':
 			b->verbose = true;
 			break;
@@ -662,9 +714,7 @@ int main(int argc, char **argv)
 			sizeof(b->serial));
 	}
 
-	if (probe_kernel(b) || open_backend(b) || listen_on(b))
-		return 1;
-
+	/* Blocked before the socket exists: they wait for the signalfd. */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
@@ -672,11 +722,33 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	if (b->stats_path && own_path_init(&b->stats, b->stats_path)) {
+		logmsg("--stats %s: %m%s", b->stats_path,
+		       errno == ELOOP || errno == EPERM || errno == ENOTDIR ?
+		       " (a link on the way, or a directory others may write to)" : "");
+		return 1;
+	}
+	if (b->sandbox && sandbox_user(b))
+		return 1;
+	if (probe_kernel(b) || open_backend(b) || listen_on(b))
+		return 1;
+	/* Returns in the sandboxed server only. */
+	if (b->sandbox && sandbox_enter(b)) {
+		if (!b->sandboxed)
+			vu_unlisten(b->socket_path, b->listen_fd, b->lock_fd);
+		return 1;
+	}
+
 	b->sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	if (b->sig_fd < 0) {
 		logmsg("signalfd: %m");
+		if (!b->sandboxed)
+			vu_unlisten(b->socket_path, b->listen_fd, b->lock_fd);
 		return 1;
 	}
+	/* Last: the set-up above made calls the filter does not allow. */
+	if (b->sandboxed && b->seccomp && sandbox_seccomp(b->seccomp == 1))
+		return 1;
 	logmsg("serving %s (%" PRIu64 " bytes, %u-byte blocks%s) on %s, %u queue(s), %s",
 	       b->backend_path, b->size, b->lbs, b->readonly ? ", read-only" : "",
 	       b->socket_path, b->queues,
@@ -716,7 +788,10 @@ int main(int argc, char **argv)
 	if (b->conn_fd >= 0)
 		disconnect(b);
 	write_stats(b);
-	vu_unlisten(b->socket_path, b->listen_fd, b->lock_fd);
+	if (b->sandboxed)
+		close(b->listen_fd);	/* the supervisor removes the socket */
+	else
+		vu_unlisten(b->socket_path, b->listen_fd, b->lock_fd);
 	close(b->backend_fd);
 	return 0;
 }
