@@ -51,7 +51,7 @@ JOBS
 	for d in 0 1 2; do
 		[[ -s $CR_VM/vm/disk$d.log ]] || fail "no write log of disk $d" || return
 	done
-	echo "==> cr_boot: $(grep -c 'crash-workload: vstor' "$CR_VM/vm/output") workloads"
+	echo "==> cr_boot: $(grep -c 'crash-workload: vstor.* files, ' "$CR_VM/vm/output") workloads"
 }
 
 # crash_replay K: replay disk K's log, and again with writes lost.

@@ -211,6 +211,7 @@ def main():
                    max([f for f in flushes], default=-1)))
     points = sorted(set(points))
     work = a.work or tempfile.mkdtemp(prefix="replay-")
+    os.makedirs(work, exist_ok=True)
     base = os.path.join(work, "base.img")
     state = os.path.join(work, "state.img")
     with open(base, "wb") as f:
