@@ -23,7 +23,7 @@ CR_VM=$BUILD/logs/crash-vm-${KBASE:-6.12}
 desc_cr_tool="the replay tool on a log made on the host (mkfs.ext4 and debugfs, block by block): it passes at every flush, fails when the second file's writes are lost, and refuses a log that is not one"
 cr_tool() {
 	local out rc=0
-	out=$(python3 "$TOP/tests/tools/replay_log_selftest.py" "$BUILD/logs/crash-tool") || rc=$?
+	out=$(/usr/bin/python3 "$TOP/tests/tools/replay_log_selftest.py" "$BUILD/logs/crash-tool") || rc=$?
 	printf '%s\n' "$out"
 	((rc == 0)) || fail "replay_log_selftest.py exited $rc" || return
 	echo "==> cr_tool: $(head -n 1 <<<"$out")"
@@ -58,12 +58,12 @@ JOBS
 crash_replay() {
 	local log=$CR_VM/vm/disk$1.log out rc=0
 	[[ -s $log && -s $CR_VM/vm/status ]] || fail "not run: cr_boot made no log of disk $1" || return
-	out=$(python3 "$TOP/tests/tools/replay_log.py" "$log" --size $((CR_MB << 20)) \
+	out=$(/usr/bin/python3 "$TOP/tests/tools/replay_log.py" "$log" --size $((CR_MB << 20)) \
 		--random 10 --work "$CR_VM/replay$1") || rc=$?
 	printf '%s\n' "$out"
 	((rc == 0)) || fail "replay: $(tail -n 1 <<<"$out")" || return
 	echo "==> disk $1: $(tail -n 1 <<<"$out")"
-	out=$(python3 "$TOP/tests/tools/replay_log.py" "$log" --size $((CR_MB << 20)) \
+	out=$(/usr/bin/python3 "$TOP/tests/tools/replay_log.py" "$log" --size $((CR_MB << 20)) \
 		--random 5 --mutate --work "$CR_VM/replay$1") || rc=$?
 	((rc == 1)) || fail "the replay with the second file's writes lost exited $rc, want 1: $(tail -n 1 <<<"$out")" || return
 	echo "==> disk $1, the second file's writes lost: $(tail -n 1 <<<"$out")"
