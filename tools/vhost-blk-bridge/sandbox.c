@@ -26,10 +26,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +51,6 @@
 #include "vhost_blk_uapi.h"
 #include "../include/sandbox_common.h"
 
-#define STATS_MAX	(1 << 17)	/* a stats file: 128 vrings fit */
 
 /* The host's PID of this process, read through the host's proc. */
 static pid_t outer_pid(void)
@@ -65,78 +64,24 @@ static pid_t outer_pid(void)
 	return (pid_t)atoi(buf);
 }
 
-/*
- * Take every stats file the server has sent and write the last one; false
- * once the server has closed its end (it never sends an empty message).
- */
-static bool take_stats(struct bridge *b, int sock, char *buf)
+/* Writes the stats file the server sent, as own_file_replace() does. */
+static void write_stats_file(void *arg, const char *buf, size_t len)
 {
-	ssize_t n, last = -1;
-	bool open_end = true;
+	struct bridge *b = arg;
 
-	for (;;) {
-		n = recv(sock, buf, STATS_MAX, MSG_DONTWAIT | MSG_TRUNC);
-		if (n == 0) {
-			open_end = false;
-			break;
-		}
-		if (n < 0)
-			break;
-		if (n > STATS_MAX) {
-			logmsg("supervisor: a stats file of %zd bytes, over %d: dropped",
-			       n, STATS_MAX);
-			last = -1;
-			continue;
-		}
-		last = n;	/* a newer one may follow: only the last is written */
-	}
-	if (last >= 0 && own_file_replace(&b->stats, buf, last, ++b->seq))
+	if (own_file_replace(&b->stats, buf, len, ++b->seq))
 		logmsg("cannot write %s: %m%s", b->stats_path,
 		       errno == EPERM ? " (it is not a regular file of ours with one name: not replaced)" : "");
-	return open_end;
 }
 
 /* The supervisor's life: see above. Never returns. */
 static void supervise(struct bridge *b, pid_t child, int sock,
 		      const sigset_t *mask)
 {
-	char *buf = malloc(STATS_MAX);
-	int sfd = signalfd(-1, mask, SFD_CLOEXEC), status = 0;
-	bool alive = true;
+	int status = sandbox_supervise(child, mask, sock, write_stats_file, b);
 
-	if (!buf || sfd < 0) {
-		logmsg("supervisor: %m: stopping the server");
-		kill(child, SIGKILL);
-		waitpid(child, &status, 0);
-		vu_unlisten(b->socket_path, b->listen_fd, b->lock_fd);
-		exit(1);
-	}
-	for (;;) {
-		struct pollfd p[2] = {
-			{ .fd = sfd, .events = POLLIN },
-			{ .fd = alive ? sock : -1, .events = POLLIN },
-		};
-		struct signalfd_siginfo si;
-		pid_t w = waitpid(child, &status, WNOHANG);
-
-		if (w == child || (w < 0 && errno != EINTR))
-			break;
-		if (poll(p, 2, -1) < 0)
-			continue;
-		if (p[0].revents & POLLIN &&
-		    read(sfd, &si, sizeof(si)) == sizeof(si) &&
-		    si.ssi_signo != SIGCHLD)
-			kill(child, si.ssi_signo);
-		if (p[1].revents)
-			alive = take_stats(b, sock, buf);
-	}
-	take_stats(b, sock, buf);	/* the last one, at its exit */
 	vu_unlisten(b->socket_path, b->listen_fd, b->lock_fd);
-	if (WIFSIGNALED(status)) {
-		logmsg("the sandboxed server died of signal %d", WTERMSIG(status));
-		exit(128 + WTERMSIG(status));
-	}
-	exit(WEXITSTATUS(status));
+	sandbox_exit_as(status);
 }
 
 /*
@@ -212,7 +157,7 @@ int sandbox_enter(struct bridge *b)
 		return -1;
 	}
 	/* Large enough for a whole stats file in one message. */
-	setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &(int){ 4 * STATS_MAX },
+	setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &(int){ 4 * SANDBOX_STATS_MAX },
 		   sizeof(int));
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);

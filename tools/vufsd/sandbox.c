@@ -66,29 +66,13 @@ static pid_t outer_pid(void)
 	return (pid_t)atoi(buf);
 }
 
-/*
- * Write the last stats file the server has sent into stats_fd; false once
- * the server has closed its end (it never sends an empty message).
- */
-static bool take_stats(int sock, int stats_fd, char *buf)
+/* Writes the stats file the server sent into the supervisor's file. */
+static void write_stats_file(void *arg, const char *buf, size_t len)
 {
-	ssize_t n, last = -1;
-	bool open_end = true;
+	int fd = *(int *)arg;
 
-	for (;;) {
-		n = recv(sock, buf, SANDBOX_STATS_MAX, MSG_DONTWAIT | MSG_TRUNC);
-		if (n == 0) {
-			open_end = false;
-			break;
-		}
-		if (n < 0)
-			break;
-		last = n <= SANDBOX_STATS_MAX ? n : -1;
-	}
-	if (last >= 0 && (pwrite(stats_fd, buf, last, 0) != last ||
-			  ftruncate(stats_fd, last)))
+	if (pwrite(fd, buf, len, 0) != (ssize_t)len || ftruncate(fd, len))
 		logmsg("supervisor: writing the stats file: %m");
-	return open_end;
 }
 
 /*
@@ -99,46 +83,11 @@ static bool take_stats(int sock, int stats_fd, char *buf)
 static void supervise(pid_t child, const sigset_t *mask,
 		      void (*cleanup)(void), int sock, int stats_fd)
 {
-	char *buf = stats_fd >= 0 ? malloc(SANDBOX_STATS_MAX) : NULL;
-	int sfd = signalfd(-1, mask, SFD_CLOEXEC), status = 0;
-	bool alive = buf != NULL;
+	int status = sandbox_supervise(child, mask, stats_fd >= 0 ? sock : -1,
+				       write_stats_file, &stats_fd);
 
-	if (sfd < 0) {
-		logmsg("supervisor: signalfd: %m: stopping the server");
-		kill(child, SIGKILL);
-	}
-	for (;;) {
-		struct pollfd p[2] = {
-			{ .fd = sfd, .events = POLLIN },
-			{ .fd = alive ? sock : -1, .events = POLLIN },
-		};
-		struct signalfd_siginfo si;
-		pid_t w = waitpid(child, &status, sfd < 0 ? 0 : WNOHANG);
-
-		if (w == child)
-			break;
-		if (w < 0 && errno != EINTR) {
-			logmsg("supervisor: waitpid: %m");
-			status = 1 << 8;
-			break;
-		}
-		if (poll(p, 2, -1) < 0)
-			continue;
-		if (p[0].revents & POLLIN &&
-		    read(sfd, &si, sizeof(si)) == sizeof(si) &&
-		    si.ssi_signo != SIGCHLD)
-			kill(child, si.ssi_signo);
-		if (p[1].revents)
-			alive = take_stats(sock, stats_fd, buf);
-	}
-	if (buf)
-		take_stats(sock, stats_fd, buf);	/* the last, at its exit */
 	cleanup();
-	if (WIFSIGNALED(status)) {
-		logmsg("the sandboxed server died of signal %d", WTERMSIG(status));
-		exit(128 + WTERMSIG(status));
-	}
-	exit(WEXITSTATUS(status));
+	sandbox_exit_as(status);
 }
 
 /* Writes text to /proc/PID/file; 0 or -1 with errno. */

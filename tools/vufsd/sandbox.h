@@ -34,9 +34,9 @@ struct userns {
  * and its host PID in *host_pid. *stats is the stats file (or -1): the
  * supervisor keeps it, and in the server it becomes a socket to send each
  * version of the file to, as one message of at most SANDBOX_STATS_MAX
- * bytes. -1 on failure, in whichever process it happened.
+ * bytes (sandbox_common.h). -1 on failure, in whichever process it
+ * happened.
  */
-#define SANDBOX_STATS_MAX	(1 << 16)
 int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
 		  void (*cleanup)(void), const struct userns *u, int *stats);
 /* Keep only the capabilities in keep (CAP_* bits); set no_new_privs. */
