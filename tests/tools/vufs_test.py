@@ -2462,6 +2462,17 @@ def wait_gone(pid, timeout):
     return False
 
 
+def fd_links(pid):
+    """What process pid's descriptors lead to (their /proc links)."""
+    links = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass
+    return links
+
+
 def scenario_sandbox(ctx):
     """What the sandboxed server can reach, and its life with the
     supervisor."""
@@ -2503,12 +2514,7 @@ def scenario_sandbox(ctx):
          all(e.isdigit() or e in ("self", "thread-self") for e in above),
          f"sandbox: above its /proc/self/fd: {above} (want processes "
          "only: no sys, sysrq-trigger or kcore)")
-    links = []
-    for fd in os.listdir(f"/proc/{server}/fd"):
-        try:
-            links.append(os.readlink(f"/proc/{server}/fd/{fd}"))
-        except OSError:
-            pass
+    links = fd_links(server)
     seq0 = ctx.stats.wait()["seq"] if ctx.stats else None
     seq1 = ctx.stats.wait()["seq"] if ctx.stats else None
     t.ok(d.stats not in links and (seq0 is None or seq1 > seq0),
@@ -2544,12 +2550,7 @@ def scenario_sandbox(ctx):
     finally:
         os.close(dfd)
     try:
-        links = []
-        for fd in os.listdir(f"/proc/{x.pid}/fd"):
-            try:
-                links.append(os.readlink(f"/proc/{x.pid}/fd/{fd}"))
-            except OSError:
-                pass
+        links = fd_links(x.pid)
         t.ok(outside not in links and len(links) <= 12,
              f"sandbox: an inherited descriptor of {outside} is not the "
              f"server's ({len(links)} descriptors: {links})")

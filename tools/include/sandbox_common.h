@@ -27,6 +27,34 @@
 
 void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* This process's PID as the host's /proc shows it (from a new PID namespace). */
+static inline pid_t sandbox_outer_pid(void)
+{
+	char buf[32];
+	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return getpid();
+	buf[n] = '\0';
+	return (pid_t)atoi(buf);
+}
+
+/*
+ * In a new mount namespace: nothing mounted here from now on propagates to
+ * the host. That takes / being a mount point, which a plain chroot's is
+ * not; and pivot_root() needs it too.
+ */
+static inline int sandbox_private_mounts(void)
+{
+	if (!mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
+		return 0;
+	if (errno == EINVAL)
+		logmsg("sandbox: / is not a mount point (a chroot?), so mounts made here could reach the host's namespace: bind-mount the root on itself before entering it, or use --sandbox none");
+	else
+		logmsg("sandbox: making / a slave mount: %m");
+	return -1;
+}
+
 /* Make dir the root of this mount namespace and detach the old one. */
 static inline int sandbox_pivot_into(const char *dir)
 {

@@ -125,6 +125,9 @@ int kernel_apply(struct bridge *b);
 /* /dev/vhost-blk is there: its features and queue limit; 0 or -1. */
 int probe_kernel(struct bridge *b);
 
+/* Replaces the --stats file with buf (vhost-blk-bridge.c). */
+void stats_replace(struct bridge *b, const char *buf, size_t len);
+
 /* ---- the sandbox (sandbox.c) ---- */
 
 /*

@@ -51,27 +51,10 @@
 #include "vhost_blk_uapi.h"
 #include "../include/sandbox_common.h"
 
-
-/* The host's PID of this process, read through the host's proc. */
-static pid_t outer_pid(void)
-{
-	char buf[32];
-	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
-
-	if (n <= 0)
-		return getpid();
-	buf[n] = '\0';
-	return (pid_t)atoi(buf);
-}
-
-/* Writes the stats file the server sent, as own_file_replace() does. */
+/* The supervisor writes what the server sent as the server would. */
 static void write_stats_file(void *arg, const char *buf, size_t len)
 {
-	struct bridge *b = arg;
-
-	if (own_file_replace(&b->stats, buf, len, ++b->seq))
-		logmsg("cannot write %s: %m%s", b->stats_path,
-		       errno == EPERM ? " (it is not a regular file of ours with one name: not replaced)" : "");
+	stats_replace(arg, buf, len);
 }
 
 /* The supervisor's life: see above. Never returns. */
@@ -194,7 +177,7 @@ int sandbox_enter(struct bridge *b)
 		logmsg("sandbox: the supervisor is gone");
 		return -1;
 	}
-	b->host_pid = outer_pid();
+	b->host_pid = sandbox_outer_pid();
 	b->stats_sock = sv[1];
 	close(b->lock_fd);	/* the supervisor's */
 	b->lock_fd = -1;
@@ -208,13 +191,8 @@ int sandbox_enter(struct bridge *b)
 		       errno == EINVAL ? " (CONFIG_NET_NS, CONFIG_IPC_NS, CONFIG_UTS_NS)" : "");
 		return -1;
 	}
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL)) {
-		if (errno == EINVAL)
-			logmsg("sandbox: / is not a mount point (a chroot?), so mounts made here could reach the host's namespace: bind-mount the root on itself before entering it, or use --sandbox none");
-		else
-			logmsg("sandbox: making / a slave mount: %m");
+	if (sandbox_private_mounts())
 		return -1;
-	}
 	if (build_root(st.st_rdev, b->server_uid, b->server_gid))
 		return -1;
 	/*

@@ -153,11 +153,17 @@ static void write_stats(struct bridge *b)
 		if (send(b->stats_sock, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT) !=
 		    (ssize_t)len)
 			logmsg("cannot send the stats to the supervisor: %m (this update is dropped)");
-	} else if (own_file_replace(&b->stats, buf, len, b->seq)) {
-		logmsg("cannot write %s: %m%s", b->stats_path,
-		       errno == EPERM ? " (it is not a regular file of ours with one name: not replaced)" : "");
+	} else {
+		stats_replace(b, buf, len);
 	}
 	free(buf);
+}
+
+void stats_replace(struct bridge *b, const char *buf, size_t len)
+{
+	if (own_file_replace(&b->stats, buf, len, b->seq))
+		logmsg("cannot write %s: %m%s", b->stats_path,
+		       errno == EPERM ? " (it is not a regular file of ours with one name: not replaced)" : "");
 }
 
 /* ---- message handlers: 0, or a negative errno to refuse the message ---- */

@@ -45,26 +45,12 @@
 #include <seccomp.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "../include/sandbox_common.h"
 #include "log.h"
 #include "sandbox.h"
-
-/* Reads the calling process's PID as the host's /proc shows it. */
-static pid_t outer_pid(void)
-{
-	char buf[32];
-	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
-
-	if (n <= 0)
-		return getpid();
-	buf[n] = '\0';
-	return (pid_t)atoi(buf);
-}
 
 /* Writes the stats file the server sent into the supervisor's file. */
 static void write_stats_file(void *arg, const char *buf, size_t len)
@@ -301,23 +287,13 @@ int sandbox_enter(const char *dir, int *proc_fd, pid_t *host_pid,
 		}
 		close(alive[0]);
 	}
-	*host_pid = outer_pid();
+	*host_pid = sandbox_outer_pid();
 	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)) {
 		logmsg("sandbox: new namespaces: %m");
 		return -1;
 	}
-	/*
-	 * Nothing mounted here from now on propagates to the host. That takes
-	 * / being a mount point, which a plain chroot's is not; and pivot_root()
-	 * needs it too.
-	 */
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL)) {
-		if (errno == EINVAL)
-			logmsg("sandbox: / is not a mount point (a chroot?), so mounts made here could reach the host's namespace: bind-mount the root on itself before entering it, or use --sandbox none");
-		else
-			logmsg("sandbox: making / a slave mount: %m");
+	if (sandbox_private_mounts())
 		return -1;
-	}
 	/*
 	 * Only the processes (subset=pid: no sysctls, no sysrq-trigger, no
 	 * kcore), read-only: the descriptor of /proc/self/fd kept below leads
