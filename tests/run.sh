@@ -280,7 +280,7 @@ run_guest_suite() {
 		[[ ${tbase[$i]} == "$KBASE" && ${tsuite[$i]} == "$s" && ${tname[$i]} != boot && -z ${SEL[${ids[$i]}]:-} ]] && all=0
 	done
 	((all)) && want=()
-	rm -rf "$keep"
+	rm -rf "$keep" "$keep.boot1"
 	local -a vmargs
 	eval "vmargs=(${VM[$s]})"
 	echo "# boot $s ($flavor kernel, base $KBASE): vm/vm.sh ${VM[$s]} -- tests/guest/run.sh $s ${want[*]}"
@@ -321,10 +321,22 @@ run_guest_suite() {
 		*) echo "# $line" ;;
 		esac
 	done < <(
-		"$TOP/vm/vm.sh" --flavor "$flavor" --keep "$keep" --timeout $((total + 300)) \
-			"${vmargs[@]}" -- "$TOP/tests/guest/run.sh" --timeout-scale "$scale" \
-			${VSTOR_SUITE_DIRS:+--suite-dirs "$VSTOR_SUITE_DIRS"} "$s" "${want[@]}" 2>&1
-		echo "vm: exit $?"
+		# One more boot, only when the first died of a stale INT3 before
+		# any test began; the first boot's run directory stays, as
+		# KEEP.boot1, and the boot test fails if the second boot does too.
+		for attempt in 1 2; do
+			"$TOP/vm/vm.sh" --flavor "$flavor" --keep "$keep" --timeout $((total + 300)) \
+				"${vmargs[@]}" -- "$TOP/tests/guest/run.sh" --timeout-scale "$scale" \
+				${VSTOR_SUITE_DIRS:+--suite-dirs "$VSTOR_SUITE_DIRS"} "$s" "${want[@]}" 2>&1
+			rc=$?
+			if ((attempt == 1 && rc != 0)) && stale_int3 "$keep/console.log"; then
+				mv "$keep" "$keep.boot1"
+				echo "# boot retried: the first guest died in boot of an INT3 its memory no longer held (see $keep.boot1/console.log)"
+				continue
+			fi
+			echo "vm: exit $rc"
+			break
+		done
 	)
 
 	# What the guest did not report, and why.
@@ -350,6 +362,7 @@ run_guest_suite() {
 		emit fail "${exp[$k]}" "$why"
 	done
 
+	[[ -d $keep.boot1 ]] && RETRIED+=("$(base_prefix "$KBASE")$s")
 	[[ -s $keep/status ]] || problems+=("the guest did not power off by itself (vm.sh exit $vmrc)")
 	[[ -n $gplan ]] || problems+=("the guest printed no plan")
 	[[ -z $gplan || $gplan == "${#exp[@]}" ]] || problems+=("the guest planned $gplan tests, the host ${#exp[@]}")
@@ -374,6 +387,7 @@ echo "KTAP version 1"
 echo "# vstor tests, $flavor kernel, base $PRIMARY (and $OTHER/...): ${#plan[@]} tests${sels[*]:+ (selected: ${sels[*]})}"
 echo "1..${#plan[@]}"
 start=$SECONDS
+RETRIED=()
 # A fatal failure (a build step) stops what follows on its own base only.
 declare -A BAILED
 for b in "$PRIMARY" "$OTHER"; do
@@ -405,6 +419,7 @@ export KBASE=$PRIMARY
 for i in "${plan[@]}"; do
 	[[ -n ${REPORTED[${ids[$i]}]:-} ]] || emit fail "$i" "no result (runner error)"
 done
+((${#RETRIED[@]} == 0)) || echo "# guests booted twice after a stale INT3: ${RETRIED[*]}"
 echo "# the run took $((SECONDS - start)) s ($flavor kernel)"
 echo "$passed passed, $failed failed, $skipped skipped"
 ((failed == 0 && n == ${#plan[@]}))

@@ -7,10 +7,12 @@
 
 SUITE_ORDER=40
 SUITE_NEEDS=(kernel)
-TESTS=(host_outcomes selection plan_bare_system guest_warning_timeout guest_panic guest_no_plan)
+TESTS=(host_outcomes selection plan_bare_system stale_int3_rule guest_warning_timeout guest_panic guest_no_plan
+	guest_stale_int3)
 timeout_guest_warning_timeout=600
 timeout_guest_panic=600
 timeout_guest_no_plan=600
+timeout_guest_stale_int3=600
 
 # selftest OUT ARGS...: tests/run.sh on the self-test suites; its output in
 # OUT, its exit status returned.
@@ -126,3 +128,39 @@ guest_no_plan() {
 	expect_lines $out '^1\.\.3$' '^not ok 1 noplan:first # ' '^not ok 2 noplan:second # ' \
 		'^not ok 3 noplan:boot # ' '^0 passed, 3 failed, 0 skipped$'
 }
+
+desc_stale_int3_rule="a second boot only for an INT3 oops in boot whose code dump has no INT3 left: not for a live INT3, an oops in a test, or another report first"
+stale_int3_rule() {
+	local real=$TOP/tests/selftest/klog/stale-int3.log d=/tmp/vstor-selftest-int3
+	rm -rf $d && mkdir -p $d || return
+	# A real one: QEMU 7.2, the 7.3.4 guest, "clocksource: Switched to
+	# clocksource tsc" and a timer interrupt on the other vCPU.
+	stale_int3 "$real" || { fail "the recorded stale INT3 was not recognised"; return; }
+	# The INT3 still in memory: a breakpoint nobody claimed, not a stale one.
+	sed -E 's/ 0f <1f> 44 / cc <1f> 44 /' "$real" >$d/live.log
+	expect_eq "a live INT3" "$(stale_int3 $d/live.log && echo retry || echo no)" no || return
+	# The same oops once a test has begun: that test's failure, no retry.
+	{ echo "[    1.500000] vstor-test: start 1 x:y"; cat "$real"; } >$d/intest.log
+	expect_eq "an oops during a test" "$(stale_int3 $d/intest.log && echo retry || echo no)" no || return
+	# Another report before it: that one counts, no retry.
+	{ echo "[    1.500000] WARNING: CPU: 0 PID: 1 at kernel/x.c:1 f+0x0/0x10"; cat "$real"; } >$d/warn.log
+	expect_eq "a warning first" "$(stale_int3 $d/warn.log && echo retry || echo no)" no || return
+	# Not an int3 oops at all.
+	sed 's/Oops: int3: /Oops: general protection fault: /' "$real" >$d/gp.log
+	expect_eq "another oops" "$(stale_int3 $d/gp.log && echo retry || echo no)" no || return
+	expect_eq "no log" "$(stale_int3 $d/none.log && echo retry || echo no)" no
+}
+
+desc_guest_stale_int3="a guest that dies of a stale INT3 before its first test is booted once more; its tests count from the second guest, and the first guest's logs stay"
+guest_stale_int3() {
+	local out=/tmp/vstor-selftest-int3.out keep
+	selftest $out int3once || { cat $out; fail "the run failed"; return; }
+	expect_lines $out '^1\.\.2$' '^# boot retried: the first guest died in boot of an INT3' \
+		'^ok 1 int3once:passes$' '^ok 2 int3once:boot$' \
+		'^# guests booted twice after a stale INT3: int3once$' '^2 passed, 0 failed, 0 skipped$' || return
+	keep=$(sed -nE 's|^# boot retried: .*see (.*)/console\.log\)$|\1|p' $out)
+	if [[ -z $keep ]] || ! grep -q "Oops: int3: " "$keep/console.log"; then
+		fail "the first guest's console log was not kept (${keep:-no path})"
+	fi
+}
+
