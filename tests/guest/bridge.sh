@@ -335,13 +335,18 @@ BR_INITRAMFS=${BUILD:-$TOP/build}/initramfs/nested-${KBASE:-6.12}-guest.cpio
 # four runs on the 2-core build machine (in brackets; FIO and END with 8 MiB
 # per job then, 2 MiB now), so that a slower or busier host passes and a
 # hang fails its step, with the logs. br_nested needs at most their sum
-# (21 min).
-BR_T_UP=450        # vm.sh started -> the guest's init loaded virtio_blk, "ready" (75-129 s)
-BR_T_FIO=360       # "go" -> fio verify done in the guest, "done" (52-91 s)
-BR_T_RECONNECT=60  # restarted bridge up -> QEMU runs the device on it again (1 s)
-BR_T_END=240       # "go2" -> the guest read the data back, "verified" (32-52 s)
-BR_T_LOAD=120      # "verified" -> 500 more requests through vhost-blk (15-31 s)
-BR_T_GONE=30       # QEMU SIGKILLed -> vm.sh done, the bridge noticed (1 s each)
+# (21 min). On the debug kernel every limit is multiplied as the tests'
+# timeouts are (VSTOR_TIMEOUT_SCALE, 3): the first-level guest's QEMU, its
+# vhost-user messages and vhost-blk's path all run on a KASAN kernel, and
+# in the 2026-12-04 debug run the second-level guest's fio verify was still
+# going after 360 s.
+br_scale=${VSTOR_TIMEOUT_SCALE:-1}
+BR_T_UP=$((450 * br_scale))       # vm.sh started -> the guest's init loaded virtio_blk, "ready" (75-129 s)
+BR_T_FIO=$((360 * br_scale))      # "go" -> fio verify done in the guest, "done" (52-91 s)
+BR_T_RECONNECT=$((60 * br_scale)) # restarted bridge up -> QEMU runs the device on it again (1 s)
+BR_T_END=$((240 * br_scale))      # "go2" -> the guest read the data back, "verified" (32-52 s)
+BR_T_LOAD=$((120 * br_scale))     # "verified" -> 500 more requests through vhost-blk (15-31 s)
+BR_T_GONE=$((30 * br_scale))      # QEMU SIGKILLed -> vm.sh done, the bridge noticed (1 s each)
 
 # br_inner NAME MODE CHARDEV-OPTS TIMEOUT: boot a second-level guest in the
 # background running tests/guest/inner-blk.sh MODE with a 2-queue

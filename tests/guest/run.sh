@@ -9,13 +9,14 @@
 #   tests/guest/run.sh [--timeout-scale N] [--suite-dirs DIRS] SUITE [TEST...]
 # (--suite-dirs: where suites are, colon-separated, for the runner's
 # self-tests; --timeout-scale: multiply every test's timeout, for the debug
-# kernel.)
+# kernel; tests that keep limits of their own read it as
+# VSTOR_TIMEOUT_SCALE.)
 set -uo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 scale=1
 while (($#)); do
 	case $1 in
-	--timeout-scale) scale=$2; shift 2 ;;
+	--timeout-scale) scale=$2; export VSTOR_TIMEOUT_SCALE=$2; shift 2 ;;
 	--suite-dirs) export VSTOR_SUITE_DIRS=$2; shift 2 ;;
 	*) break ;;
 	esac
