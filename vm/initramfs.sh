@@ -77,7 +77,11 @@ out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
 
 # Programs run by name (PATH) in the second-level guest, besides busybox's
 # and fio.
-PROGS=(/usr/bin/dash /usr/bin/bash /usr/bin/kmod /usr/bin/python3.11)
+# The release's python3 (Debian 12: 3.11, Debian 13: 3.13), by its own name.
+PYTHON=$(readlink -f /usr/bin/python3 2>/dev/null) || PYTHON=""
+[[ $PYTHON == /usr/bin/python3.* && -x $PYTHON ]] ||
+	die "no /usr/bin/python3 leading to /usr/bin/python3.N on this machine (scripts/setup.sh installs it)"
+PROGS=(/usr/bin/dash /usr/bin/bash /usr/bin/kmod "$PYTHON")
 FIO=$BUILD/fio/fio
 # Names under which kmod runs (Debian: /usr/sbin/modprobe -> /bin/kmod ...).
 KMOD_LINKS=(modprobe insmod rmmod lsmod modinfo depmod)
@@ -106,11 +110,13 @@ for p in "${PROGS[@]}" "$FIO"; do
 done
 # Python: the modules loaded for those imports and their byte code. Run with
 # -I from / so that nothing outside the standard library is picked up.
+pytag=$("$PYTHON" -I -c 'import sys; print(sys.implementation.cache_tag)') ||
+	die "$PYTHON does not run"
 while read -r f; do
 	files+=("$f")
-	c=$(dirname "$f")/__pycache__/$(basename "${f%.py}").cpython-311.pyc
+	c=$(dirname "$f")/__pycache__/$(basename "${f%.py}").$pytag.pyc
 	[[ $f == *.py && -f $c ]] && files+=("$c")
-done < <(cd / && /usr/bin/python3.11 -I -c "
+done < <(cd / && "$PYTHON" -I -c "
 import sys
 import $PY_IMPORTS
 for m in list(sys.modules.values()):
@@ -155,7 +161,7 @@ done
 mkdir -p "$stage$(dirname "$modroot")"
 cp -a "$modroot" "$stage$modroot"
 cp -L --preserve=mode,timestamps "$FIO" "$stage/usr/bin/fio"
-ln -s python3.11 "$stage/usr/bin/python3"
+ln -s "$(basename "$PYTHON")" "$stage/usr/bin/python3"
 ln -s dash "$stage/usr/bin/sh"
 for l in "${KMOD_LINKS[@]}"; do
 	ln -s ../bin/kmod "$stage/usr/sbin/$l"
