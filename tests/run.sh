@@ -229,13 +229,62 @@ requirement_unmet() {
 	done
 }
 
+# What each build step (a test of tests/host/build.sh, the SUITE_FATAL
+# suite) stands on. A failed step, on its base, stops only the steps and the
+# suites that need it (SUITE_NEEDS), directly or through another step:
+# everything else still runs and counts. roundtrip checks and builds
+# nothing, so no one stands on it.
+declare -A STEP_DEPS=([deps]="" [tree]=deps [roundtrip]=tree [kernel]=tree [tools]=tree
+	[fio]=deps [initramfs]="kernel fio")
+declare -A STEP_FAILED
+for s in "${SUITES[@]}"; do
+	[[ ${FATAL[$s]} == 1 ]] || continue
+	for i in "${!ids[@]}"; do
+		[[ ${tsuite[$i]} == "$s" && -z ${STEP_DEPS[${tname[$i]}]+set} ]] &&
+			die "tests/run.sh: build step ${tname[$i]} has no entry in STEP_DEPS"
+	done
+done
+for s in "${SUITES[@]}"; do
+	for step in ${NEEDS[$s]}; do
+		[[ -n ${STEP_DEPS[$step]+set} ]] || die "suite $s needs '$step', which is no build step"
+	done
+done
+
+# step_failed BASE STEP...: the id of the failed build test that one of the
+# STEPs is, or stands on, on BASE; nothing if none failed.
+step_failed() {
+	local b=$1 st d
+	shift
+	for st in "$@"; do
+		if [[ -n ${STEP_FAILED[$b:$st]:-} ]]; then
+			echo "${STEP_FAILED[$b:$st]}"
+			return
+		fi
+		# shellcheck disable=SC2086 # a list of step names
+		d=$(step_failed "$b" ${STEP_DEPS[$st]})
+		if [[ -n $d ]]; then
+			echo "$d"
+			return
+		fi
+	done
+}
+
 # run_host_suite SUITE INDEX... (on the base in KBASE)
 run_host_suite() {
-	local s=$1 i log rc start dir
+	local s=$1 i log rc start dir why
 	dir=$BUILD/logs/$(base_prefix "$KBASE")$1
 	shift
 	mkdir -p "$dir"
 	for i in "$@"; do
+		if [[ ${FATAL[$s]} == 1 ]]; then
+			# shellcheck disable=SC2086 # a list of step names
+			why=$(step_failed "$KBASE" ${STEP_DEPS[${tname[$i]}]})
+			if [[ -n $why ]]; then
+				STEP_FAILED[$KBASE:${tname[$i]}]=$why
+				emit fail "$i" "not run: $why failed"
+				continue
+			fi
+		fi
 		log=$dir/${tname[$i]//\//_}.log
 		start=$SECONDS
 		VSTOR_FLAVOR=$flavor run_test "$(suite_file "$s")" "${tname[$i]}" "${ttimeout[$i]}" "$log"
@@ -253,11 +302,10 @@ run_host_suite() {
 			else
 				emit fail "$i" "exit $rc; log: $log"
 			fi
-			[[ ${FATAL[$s]} == 1 ]] && BAILED[$KBASE]=${ids[$i]}
+			[[ ${FATAL[$s]} == 1 ]] && STEP_FAILED[$KBASE:${tname[$i]}]=${ids[$i]}
 			;;
 		esac
 		echo "# ${ids[$i]}: $((SECONDS - start)) s"
-		[[ -z ${BAILED[$KBASE]:-} ]] || return
 	done
 }
 
@@ -388,8 +436,6 @@ echo "# vstor tests, $flavor kernel, base $PRIMARY (and $OTHER/...): ${#plan[@]}
 echo "1..${#plan[@]}"
 start=$SECONDS
 RETRIED=()
-# A fatal failure (a build step) stops what follows on its own base only.
-declare -A BAILED
 for b in "$PRIMARY" "$OTHER"; do
 	export KBASE=$b
 	for s in "${SUITES[@]}"; do
@@ -398,9 +444,13 @@ for b in "$PRIMARY" "$OTHER"; do
 			[[ ${tbase[$i]} == "$b" && ${tsuite[$i]} == "$s" ]] && mine+=("$i")
 		done
 		((${#mine[@]})) || continue
-		if [[ -n ${BAILED[$b]:-} ]]; then
-			for i in "${mine[@]}"; do emit fail "$i" "not run: ${BAILED[$b]} failed"; done
-			continue
+		if [[ ${FATAL[$s]} != 1 ]]; then
+			# shellcheck disable=SC2086 # a list of step names
+			why=$(step_failed "$b" ${NEEDS[$s]})
+			if [[ -n $why ]]; then
+				for i in "${mine[@]}"; do emit fail "$i" "not run: $why failed"; done
+				continue
+			fi
 		fi
 		why=$(requirement_unmet "$s")
 		if [[ -n $why ]]; then

@@ -7,8 +7,8 @@
 
 SUITE_ORDER=40
 SUITE_NEEDS=(kernel)
-TESTS=(host_outcomes selection plan_bare_system stale_int3_rule guest_warning_timeout guest_panic guest_no_plan
-	guest_stale_int3)
+TESTS=(host_outcomes selection plan_bare_system build_step_failure stale_int3_rule guest_warning_timeout
+	guest_panic guest_no_plan guest_stale_int3)
 timeout_guest_warning_timeout=600
 timeout_guest_panic=600
 timeout_guest_no_plan=600
@@ -127,6 +127,24 @@ guest_no_plan() {
 	selftest $out noplan && { cat $out; fail "the run passed"; return; }
 	expect_lines $out '^1\.\.3$' '^not ok 1 noplan:first # ' '^not ok 2 noplan:second # ' \
 		'^not ok 3 noplan:boot # ' '^0 passed, 3 failed, 0 skipped$'
+}
+
+desc_build_step_failure="a failed build step stops only the steps and suites that stand on it; the rest run and count"
+build_step_failure() {
+	local out=/tmp/vstor-selftest-steps.out
+	VSTOR_SUITE_DIRS=$TOP/tests/selftest/steps/host VSTOR_SELFTEST_FAIL=kernel \
+		"$TOP/tests/run.sh" steps usekernel usetools usefio useinitramfs >$out 2>&1 &&
+		{ cat $out; fail "the run passed with a failed step"; return; }
+	expect_lines $out '^1\.\.11$' '^ok 2 steps:tree$' '^not ok 4 steps:kernel # exit 1' \
+		'^ok 5 steps:tools$' '^ok 6 steps:fio$' '^not ok 7 steps:initramfs # not run: steps:kernel failed$' \
+		'^ok 8 usefio:passes$' '^not ok 9 useinitramfs:passes # not run: steps:kernel failed$' \
+		'^not ok 10 usekernel:passes # not run: steps:kernel failed$' '^ok 11 usetools:passes$' \
+		'^7 passed, 4 failed, 0 skipped$' || return
+	VSTOR_SUITE_DIRS=$TOP/tests/selftest/steps/host VSTOR_SELFTEST_FAIL=deps \
+		"$TOP/tests/run.sh" steps usetools usefio >$out 2>&1 &&
+		{ cat $out; fail "the run passed with a failed step"; return; }
+	expect_lines $out '^not ok 1 steps:deps # exit 1' '^not ok 2 steps:tree # not run: steps:deps failed$' \
+		'^not ok 9 usetools:passes # not run: steps:deps failed$' '^0 passed, 9 failed, 0 skipped$'
 }
 
 desc_stale_int3_rule="a second boot only for an INT3 oops in boot whose code dump has no INT3 left: not for a live INT3, an oops in a test, or another report first"
