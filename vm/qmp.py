@@ -4,10 +4,20 @@
 Usage: qmp.py SOCKET < command.json
 Prints the JSON reply ({"return": ...} or {"error": ...}); exits 1 on an
 error reply or a connection problem. Events that arrive first are skipped.
+
+Two commands of our own, for a guest that asks through vm.sh and cannot act
+while it is stopped:
+  {"execute": "vstor-pause", "arguments": {"seconds": S}}
+      stop the VM, wait S seconds, continue it; returns {"paused": S}.
+  {"execute": "vstor-cont-on-stop", "arguments": {"timeout": T, "after": A}}
+      wait up to T seconds for the VM to stop by itself (an I/O error with
+      werror=stop or enospc), then A seconds more, then continue it;
+      returns {"status": the status it stopped in, "waited": seconds}.
 """
 import json
 import socket
 import sys
+import time
 
 
 def main():
@@ -26,13 +36,38 @@ def main():
             if "return" in msg or "error" in msg:
                 return msg
 
+    def send(c):
+        f.write(json.dumps(c).encode() + b"\n")
+        f.flush()
+        return reply()
+
     json.loads(f.readline())  # greeting
-    f.write(b'{"execute": "qmp_capabilities"}\n')
-    f.flush()
-    reply()
-    f.write(json.dumps(cmd).encode() + b"\n")
-    f.flush()
-    msg = reply()
+    send({"execute": "qmp_capabilities"})
+    what = cmd.get("execute")
+    args = cmd.get("arguments", {})
+    if what == "vstor-pause":
+        msg = send({"execute": "stop"})
+        if "return" in msg:
+            time.sleep(float(args.get("seconds", 1)))
+            msg = send({"execute": "cont"})
+            if "return" in msg:
+                msg = {"return": {"paused": args.get("seconds", 1)}}
+    elif what == "vstor-cont-on-stop":
+        t0 = time.monotonic()
+        deadline = t0 + float(args.get("timeout", 20))
+        msg = {"error": {"class": "vstor", "desc": "the VM did not stop"}}
+        while time.monotonic() < deadline:
+            st = send({"execute": "query-status"})
+            if "return" in st and not st["return"].get("running", True):
+                waited = round(time.monotonic() - t0, 1)
+                time.sleep(float(args.get("after", 1)))
+                msg = send({"execute": "cont"})
+                if "return" in msg:
+                    msg = {"return": {"status": st["return"].get("status"), "waited": waited}}
+                break
+            time.sleep(0.05)
+    else:
+        msg = send(cmd)
     print(json.dumps(msg))
     return 1 if "error" in msg else 0
 

@@ -27,6 +27,16 @@
 #                          errsector=S (file disks: QEMU's blkdebug fails
 #                          every read and write that touches 512-byte
 #                          sector S with EIO; the device reports IOERR),
+#                          err=OP:ERRNO:SECTOR:MODE (file disks, repeatable:
+#                          blkdebug fails OP (read, write or flush) with
+#                          ERRNO (eio or enospc), for reads and writes only
+#                          those that touch 512-byte sector SECTOR (flush:
+#                          write -), MODE once or always; errsector=S is
+#                          err=read:eio:S:always,err=write:eio:S:always),
+#                          werror=ACTION and rerror=ACTION (virtio-blk: what
+#                          QEMU does with a failed write or read: report,
+#                          stop, enospc (stop on ENOSPC, report the rest:
+#                          QEMU's default for writes) or ignore),
 #                          logwrites (file disks: QEMU's blklogwrites
 #                          records every completed write and flush in
 #                          RUNDIR/diskK.log, dm-log-writes' format, for
@@ -222,12 +232,43 @@ tcg) accel_args=(-accel "tcg,thread=multi" -cpu max) ;;
 esac
 
 disk_args=() iot_disk=()
+# blkdebug_rules OP:ERRNO:SECTOR:MODE...: blkdebug's inject-error rules,
+# as JSON objects joined by commas.
+blkdebug_rules() {
+	local r op errno sector mode ev out=""
+	for r in "$@"; do
+		IFS=: read -r op errno sector mode <<<"$r"
+		case $op in
+		read) ev=read_aio ;;
+		write) ev=write_aio ;;
+		flush) ev=flush_to_disk ;;
+		*) die "err: OP is read, write or flush, not '$op' in '$r'" ;;
+		esac
+		case $errno in
+		eio) errno=5 ;;
+		enospc) errno=28 ;;
+		*) die "err: ERRNO is eio or enospc, not '$errno' in '$r'" ;;
+		esac
+		[[ $mode == once || $mode == always ]] || die "err: MODE is once or always, not '$mode' in '$r'"
+		out+="${out:+,}{\"event\":\"$ev\",\"iotype\":\"$op\",\"errno\":$errno,\"once\":$([[ $mode == once ]] && echo true || echo false)"
+		if [[ $op == flush ]]; then
+			[[ $sector == - ]] || die "err: a flush has no sector: write flush:ERRNO:-:MODE, not '$r'"
+		else
+			[[ $sector =~ ^[0-9]+$ ]] || die "err: SECTOR is a sector number, not '$sector' in '$r'"
+			out+=",\"sector\":$sector"
+		fi
+		out+="}"
+	done
+	echo "$out"
+}
+
 i=0
 for spec in "${disks[@]}"; do
 	kind=${spec%%:*}
 	opts=""
 	[[ $spec == *:* ]] && opts=${spec#*:}
-	size=1G queues=2 aio=io_uring ro=off bus=virtio same="" iothread="" qsize="" noindirect="" errsector="" logwrites=""
+	size=1G queues=2 aio=io_uring ro=off bus=virtio same="" iothread="" qsize="" noindirect="" logwrites=""
+	errs=() werror="" rerror=""
 	IFS=, read -ra kv <<<"$opts"
 	for o in "${kv[@]}"; do
 		case $o in
@@ -240,7 +281,13 @@ for spec in "${disks[@]}"; do
 		iothread) iothread=iot$i ;;
 		qsize=*) qsize=${o#qsize=} ;;
 		noindirect) noindirect=1 ;;
-		errsector=*) errsector=${o#errsector=} ;;
+		errsector=*)
+			[[ ${o#errsector=} =~ ^[0-9]+$ ]] || die "errsector takes a sector number, not '${o#errsector=}'"
+			errs+=("read:eio:${o#errsector=}:always" "write:eio:${o#errsector=}:always")
+			;;
+		err=*) errs+=("${o#err=}") ;;
+		werror=report | werror=stop | werror=enospc | werror=ignore) werror=${o#werror=} ;;
+		rerror=report | rerror=stop | rerror=ignore) rerror=${o#rerror=} ;;
 		logwrites) logwrites=1 ;;
 		*) die "unknown disk option '$o' in '$spec'" ;;
 		esac
@@ -263,10 +310,9 @@ for spec in "${disks[@]}"; do
 		truncate -s "$size" "$img"
 		disk_args+=(-blockdev "driver=file,node-name=f$i,filename=$img,aio=$aio,cache.direct=on,read-only=$ro")
 		proto=f$i
-		if [[ -n $errsector ]]; then
-			[[ $errsector =~ ^[0-9]+$ ]] || die "errsector takes a sector number, not '$errsector'"
+		if ((${#errs[@]})); then
 			# blkdebug's error rules only come as JSON.
-			disk_args+=(-blockdev "{\"driver\":\"blkdebug\",\"node-name\":\"e$i\",\"image\":\"f$i\",\"inject-error\":[{\"event\":\"read_aio\",\"errno\":5,\"sector\":$errsector,\"once\":false},{\"event\":\"write_aio\",\"errno\":5,\"sector\":$errsector,\"once\":false}]}")
+			disk_args+=(-blockdev "{\"driver\":\"blkdebug\",\"node-name\":\"e$i\",\"image\":\"f$i\",\"inject-error\":[$(blkdebug_rules "${errs[@]}")]}")
 			proto=e$i
 		fi
 		if [[ -n $logwrites ]]; then
@@ -278,7 +324,9 @@ for spec in "${disks[@]}"; do
 		disk_args+=(-blockdev "driver=raw,node-name=d$i,file=$proto,read-only=$ro")
 		;;
 	null)
-		[[ -z $errsector$logwrites ]] || die "errsector and logwrites need a file disk, in '$spec'"
+		if ((${#errs[@]})) || [[ -n $logwrites ]]; then
+			die "errsector, err and logwrites need a file disk, in '$spec'"
+		fi
 		bytes=$(numfmt --from=iec "$size")
 		disk_args+=(-blockdev "driver=null-co,node-name=d$i,size=$bytes,read-zeroes=on,read-only=$ro")
 		;;
@@ -289,13 +337,16 @@ for spec in "${disks[@]}"; do
 	if [[ $bus == nvme ]]; then
 		# QEMU 7.2's NVMe controller has no iothread property.
 		[[ -z $iothread ]] || die "iothread needs a virtio-blk disk, not bus=nvme, in '$spec'"
-		[[ -z $qsize$noindirect ]] || die "qsize and noindirect need a virtio-blk disk, not bus=nvme, in '$spec'"
+		[[ -z $qsize$noindirect$werror$rerror ]] ||
+			die "qsize, noindirect, werror and rerror need a virtio-blk disk, not bus=nvme, in '$spec'"
 		disk_args+=(-device "nvme,id=vdisk$i,drive=$node,serial=vstor$i,share-rw=on")
 	else
 		dev="virtio-blk-pci,id=vdisk$i,drive=$node,num-queues=$queues,serial=vstor$i,share-rw=on"
 		[[ -z $qsize ]] || dev+=",queue-size=$qsize"
 		[[ -z $noindirect ]] || dev+=",indirect_desc=off"
 		[[ -z $logwrites ]] || dev+=",discard=off,write-zeroes=off"
+		[[ -z $werror ]] || dev+=",werror=$werror"
+		[[ -z $rerror ]] || dev+=",rerror=$rerror"
 		if [[ -n $iothread ]]; then
 			disk_args+=(-object "iothread,id=$iothread")
 			dev+=",iothread=$iothread"

@@ -12,41 +12,7 @@ SUITE_ORDER=90
 # cover the sum with margin.
 timeout_br_nested=1500
 
-BRIDGE=$TOOLS/vhost-blk-bridge
-VUB=$TOP/tests/tools/vub_test.py
 BR_MNT=/tmp/br-ext4
-
-# br_start NAME ARGS...: start the bridge on /tmp/NAME.sock with its stats in
-# /tmp/NAME.stats and its log in /tmp/NAME.log; sets BR_PID, BR_SOCK,
-# BR_STATS and BR_LOG.
-br_start() {
-	local name=$1 i
-	shift
-	BR_SOCK=/tmp/$name.sock BR_STATS=/tmp/$name.stats BR_LOG=/tmp/$name.log
-	rm -f "$BR_SOCK" "$BR_STATS"
-	"$BRIDGE" --socket "$BR_SOCK" --stats "$BR_STATS" "$@" 2>"$BR_LOG" &
-	BR_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		[[ -S $BR_SOCK && -s $BR_STATS ]] && return 0
-		kill -0 $BR_PID 2>/dev/null || break
-		sleep 0.1
-	done
-	cat "$BR_LOG"
-	fail "the bridge did not start: $BRIDGE $*"
-}
-
-# br_stop: SIGTERM; the bridge must exit 0 and remove its socket.
-br_stop() {
-	local rc=0
-	kill -TERM "$BR_PID" 2>/dev/null
-	wait "$BR_PID" || rc=$?
-	if ((rc != 0)); then
-		sed 's/^/  bridge: /' "$BR_LOG" | tail -n 20
-		fail "the bridge exited $rc on SIGTERM"
-		return
-	fi
-	[[ ! -e $BR_SOCK ]] || fail "the bridge left $BR_SOCK behind"
-}
 
 # br_stats: make the bridge rewrite its stats file now (SIGUSR1) and wait
 # for the new one.
@@ -66,14 +32,6 @@ br_get() { awk -v k="$1" '$1 == k { print $2 }' "${2:-$BR_STATS}"; }
 br_vring() {
 	awk -v i="$1" -v f="$2" '$1 == "vring" && $2 == i {
 		for (n = 3; n < NF; n += 2) if ($n == f) print $(n + 1) }' "${3:-$BR_STATS}"
-}
-
-# vub SCENARIO... [-- OPTIONS]: the scripted front end against the running
-# bridge; its ok/not ok lines go to the log.
-vub() {
-	local rc=0
-	timeout -k 5 600 /usr/bin/python3 "$VUB" --socket "$BR_SOCK" --stats "$BR_STATS" --pid "$BR_PID" "$@" || rc=$?
-	((rc == 0)) || fail "vub_test.py $* exited $rc"
 }
 
 desc_br_cli="--help, and clear errors for bad options (--queues, --workers, --busy-poll, --sandbox, --seccomp, --sandbox-user), a missing backend, a directory, too many queues, a socket path that is a file, an unknown --socket-group; the socket is mode 0600, 0660 and the group's with --socket-group"

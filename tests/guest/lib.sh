@@ -179,3 +179,48 @@ expect_hipri_unsupported() {
 	grep -q "Operation not supported" <<<"$out" ||
 		fail "hipri without poll queues did not report EOPNOTSUPP: $out"
 }
+
+# vhost-blk-bridge (tools/vhost-blk-bridge) and its scripted front end
+# (tests/tools/vub_test.py), for the bridge suite and errinj.
+BRIDGE=$TOOLS/vhost-blk-bridge
+VUB=$TOP/tests/tools/vub_test.py
+
+# br_start NAME ARGS...: start the bridge on /tmp/NAME.sock with its stats in
+# /tmp/NAME.stats and its log in /tmp/NAME.log; sets BR_PID, BR_SOCK,
+# BR_STATS and BR_LOG.
+br_start() {
+	local name=$1 i
+	shift
+	BR_SOCK=/tmp/$name.sock BR_STATS=/tmp/$name.stats BR_LOG=/tmp/$name.log
+	rm -f "$BR_SOCK" "$BR_STATS"
+	"$BRIDGE" --socket "$BR_SOCK" --stats "$BR_STATS" "$@" 2>"$BR_LOG" &
+	BR_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		[[ -S $BR_SOCK && -s $BR_STATS ]] && return 0
+		kill -0 $BR_PID 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$BR_LOG"
+	fail "the bridge did not start: $BRIDGE $*"
+}
+
+# br_stop: SIGTERM; the bridge must exit 0 and remove its socket.
+br_stop() {
+	local rc=0
+	kill -TERM "$BR_PID" 2>/dev/null
+	wait "$BR_PID" || rc=$?
+	if ((rc != 0)); then
+		sed 's/^/  bridge: /' "$BR_LOG" | tail -n 20
+		fail "the bridge exited $rc on SIGTERM"
+		return
+	fi
+	[[ ! -e $BR_SOCK ]] || fail "the bridge left $BR_SOCK behind"
+}
+
+# vub SCENARIO... [-- OPTIONS]: the scripted front end against the running
+# bridge; its ok/not ok lines go to the log.
+vub() {
+	local rc=0
+	timeout -k 5 600 /usr/bin/python3 "$VUB" --socket "$BR_SOCK" --stats "$BR_STATS" --pid "$BR_PID" "$@" || rc=$?
+	((rc == 0)) || fail "vub_test.py $* exited $rc"
+}
