@@ -146,34 +146,35 @@ ei_flush() {
 	note "flush: $total errors in all, each where it was injected"
 }
 
+# ei_on_stop WHAT COMMAND...: COMMAND's I/O makes QEMU stop the VM; the host
+# continues it (vm/qmp.py vstor-cont-on-stop) and COMMAND must succeed.
+ei_on_stop() {
+	local what=$1 pid
+	shift
+	host_qmp '{"execute": "vstor-cont-on-stop", "arguments": {"timeout": 20, "after": 1}}' >/tmp/ei-cont.out &
+	pid=$!
+	sleep 0.5
+	"$@" || { wait $pid; fail "the $what failed"; return; }
+	wait $pid || fail "QMP: $(cat /tmp/ei-cont.out)" || return
+	note "$what: $(cat /tmp/ei-cont.out)"
+	grep -q '"status": "io-error"' /tmp/ei-cont.out || fail "the VM did not stop for the $what's error"
+}
+
+# ei_block: the 4 KiB that ei_stop_cont writes.
+ei_block() { printf 'vstor-errinj-%04d\n' {1..256} | head -c 4096; }
+
 desc_ei_stop_cont="QEMU stops the VM on an ENOSPC write (werror default) and on an EIO read (rerror=stop); continued over QMP, the request is retried and succeeds: no caller sees an error, the data is there"
 ei_stop_cont() {
-	local d pid rc out
+	local d
 	d=$(disk_by_serial vstor5) || fail "no vstor5" || return
-	# The write of sector 8192 stops the VM; the host continues it.
-	host_qmp '{"execute": "vstor-cont-on-stop", "arguments": {"timeout": 20, "after": 1}}' >/tmp/ei-cont.out &
-	pid=$!
-	sleep 0.5
-	out=$(printf 'vstor-errinj-%04d\n' {1..256} | dd of="/dev/$d" bs=4096 seek=1024 count=1 \
-		iflag=fullblock oflag=direct 2>&1) || fail "the write failed: $out" || return
-	wait $pid || fail "QMP: $(cat /tmp/ei-cont.out)" || return
-	note "write: $(cat /tmp/ei-cont.out)"
-	grep -q '"status": "io-error"' /tmp/ei-cont.out || fail "the VM did not stop for an I/O error" || return
-	cmp <(printf 'vstor-errinj-%04d\n' {1..256} | head -c 4096) \
-		<(dd if="/dev/$d" bs=4096 skip=1024 count=1 iflag=direct status=none) ||
+	# Block 1024 is sector 8192 (ENOSPC once), block 2048 sector 16384 (EIO once).
+	ei_on_stop write dd if=<(ei_block) of="/dev/$d" bs=4096 seek=1024 count=1 \
+		iflag=fullblock oflag=direct status=none || return
+	cmp <(ei_block) <(dd if="/dev/$d" bs=4096 skip=1024 count=1 iflag=direct status=none) ||
 		fail "the retried write's data is not on the disk" || return
-	# The read of sector 16384, with rerror=stop.
-	host_qmp '{"execute": "vstor-cont-on-stop", "arguments": {"timeout": 20, "after": 1}}' >/tmp/ei-cont.out &
-	pid=$!
-	sleep 0.5
-	dd if="/dev/$d" of=/dev/null bs=4096 skip=2048 count=1 iflag=direct status=none ||
-		fail "the read failed" || return
-	wait $pid || fail "QMP: $(cat /tmp/ei-cont.out)" || return
-	note "read: $(cat /tmp/ei-cont.out)"
-	grep -q '"status": "io-error"' /tmp/ei-cont.out || fail "the VM did not stop for the read error" || return
-	rc=0
-	no_leaks "$d" || rc=1
-	return $rc
+	ei_on_stop read dd if="/dev/$d" of=/dev/null bs=4096 skip=2048 count=1 iflag=direct status=none ||
+		return
+	no_leaks "$d"
 }
 
 desc_ei_pause="the VM stopped and continued over QMP three times during fio verify on the interrupt and poll paths: every I/O completes, the data verifies, nothing leaks"
