@@ -42,7 +42,11 @@
 #                          RUNDIR/diskK.log, dm-log-writes' format, for
 #                          tests/tools/replay_log.py; the device offers no
 #                          discard or write-zeroes, which QEMU 7.2's
-#                          blklogwrites cannot log safely).
+#                          blklogwrites cannot log safely),
+#                          pcibridge (virtio-blk: the device sits alone
+#                          behind a PCI-PCI bridge of its own, so the guest
+#                          can reset it by a secondary bus reset, e.g.
+#                          echo 1 >/sys/bus/pci/devices/D/reset).
 #   --no-disk              no virtio-blk disk at all
 #   --pin                  pin QEMU's threads once it runs: vCPU k on host
 #                          CPU k (modulo the host's CPUs), every other thread
@@ -268,6 +272,7 @@ for spec in "${disks[@]}"; do
 	opts=""
 	[[ $spec == *:* ]] && opts=${spec#*:}
 	size=1G queues=2 aio=io_uring ro=off bus=virtio same="" iothread="" qsize="" noindirect="" logwrites=""
+	pcibridge=""
 	errs=() werror="" rerror=""
 	IFS=, read -ra kv <<<"$opts"
 	for o in "${kv[@]}"; do
@@ -289,6 +294,7 @@ for spec in "${disks[@]}"; do
 		werror=report | werror=stop | werror=enospc | werror=ignore) werror=${o#werror=} ;;
 		rerror=report | rerror=stop | rerror=ignore) rerror=${o#rerror=} ;;
 		logwrites) logwrites=1 ;;
+		pcibridge) pcibridge=1 ;;
 		*) die "unknown disk option '$o' in '$spec'" ;;
 		esac
 	done
@@ -337,8 +343,8 @@ for spec in "${disks[@]}"; do
 	if [[ $bus == nvme ]]; then
 		# QEMU 7.2's NVMe controller has no iothread property.
 		[[ -z $iothread ]] || die "iothread needs a virtio-blk disk, not bus=nvme, in '$spec'"
-		[[ -z $qsize$noindirect$werror$rerror ]] ||
-			die "qsize, noindirect, werror and rerror need a virtio-blk disk, not bus=nvme, in '$spec'"
+		[[ -z $qsize$noindirect$werror$rerror$pcibridge ]] ||
+			die "qsize, noindirect, werror, rerror and pcibridge need a virtio-blk disk, not bus=nvme, in '$spec'"
 		disk_args+=(-device "nvme,id=vdisk$i,drive=$node,serial=vstor$i,share-rw=on")
 	else
 		dev="virtio-blk-pci,id=vdisk$i,drive=$node,num-queues=$queues,serial=vstor$i,share-rw=on"
@@ -347,6 +353,11 @@ for spec in "${disks[@]}"; do
 		[[ -z $logwrites ]] || dev+=",discard=off,write-zeroes=off"
 		[[ -z $werror ]] || dev+=",werror=$werror"
 		[[ -z $rerror ]] || dev+=",rerror=$rerror"
+		if [[ -n $pcibridge ]]; then
+			# chassis_nr: each bridge's slot numbering needs its own.
+			disk_args+=(-device "pci-bridge,id=pb$i,chassis_nr=$((i + 1)),shpc=off")
+			dev+=",bus=pb$i,addr=1"
+		fi
 		if [[ -n $iothread ]]; then
 			disk_args+=(-object "iothread,id=$iothread")
 			dev+=",iothread=$iothread"

@@ -5,7 +5,8 @@
 #
 #   crash-workload.sh JOBS
 #
-# JOBS is a bash file of lines "job SERIAL FILES [STEP...]", run in order.
+# JOBS is a bash file of lines "job SERIAL FILES [STEP...]" and
+# "rawjob SERIAL ROUNDS [STEP...]", run in order.
 # A job makes an ext4 file system on the first FS_MB MiB of the disk with
 # serial SERIAL, mounts it and writes FILES files of 4-200 KiB of random
 # data. Each file is written and fsync'd (and its directory), and every
@@ -16,34 +17,85 @@
 # and {"file": NAME, "sha256": HEX}; and once at the start, after the file
 # system is made and mounted, {"begin": true}.
 #
+# Files are written through the page cache; with WRITER=hipri (set by a
+# step 0) they are written by fio with O_DIRECT and polled io_uring
+# (hipri), 4 KiB of fresh random data at a time, before the same fsyncs.
+# Such a job fails on a disk without poll queues (EOPNOTSUPP), so one that
+# ends well went through them.
+#
+# A rawjob writes no file system: each round sends passthrough WRITEs
+# (io_uring uring_cmd on /dev/vblk/DEV, build/tools/vblk_pt, 8 in flight)
+# of a pattern over a random range of 4-64 KiB in one of four 1 MiB
+# regions, then a passthrough FLUSH, reads the range back and claims it:
+# {"region": "rK", "offset": BYTES, "len": BYTES, "sha256": HEX}, after
+# {"begin": true, "raw": true} at the start. Odd rounds use an IOPOLL ring
+# (the disk needs a poll queue: a step 0), every third registered buffers.
+#
+# An fsjob mounts the virtio-fs share TAG and, until FILES files or until
+# it is killed, writes a new file of 4-200 KiB of random data and appends
+# a 4 KiB record to the file "journal", fsyncs both (and the directory),
+# then appends claims to /run/vstor/fs-claims (the run directory, which
+# the host reads): {"file": NAME, "sha256": HEX} and {"file": "journal",
+# "len": BYTES, "sha256": HEX of its first BYTES}. tests/host/crash.sh
+# kills the daemon or the VMM mid-way and checks the share on the host.
+#
 # A STEP N:CMD runs shell command CMD (with $DEV set to the disk's name)
-# after file N: tests use it to change the write cache mode or the poll
-# queues mid-workload. Exits non-zero if anything fails.
+# after file or round N (0: before the first): tests use it to change the
+# write cache mode or the poll queues mid-workload. Exits non-zero if
+# anything fails.
 set -euo pipefail
 FS_MB=48
+TOOLS=${TOOLS:-$(cd "$(dirname "$0")/../.." && pwd)/build/tools}
+
+# find_disk SERIAL: set and export DEV, the disk with that serial.
+find_disk() {
+	local b
+	DEV=""
+	for b in /sys/block/vd*; do
+		[[ $(cat "$b/serial" 2>/dev/null) == "$1" ]] && DEV=${b##*/}
+	done
+	[[ -n $DEV ]] || { echo "no disk with serial $1"; return 1; }
+	export DEV
+}
+
+# mark JSON: write the next claim block (claim, counting, is the caller's).
+mark() {
+	printf 'VSTORMARK1 %s\n' "$1" |
+		dd of="/dev/$DEV" bs=4096 seek=$((FS_MB * 256 + claim)) count=1 \
+			oflag=direct conv=sync,notrunc status=none
+	claim=$((claim + 1))
+}
+
+# step N: run the step for file or round N, if there is one.
+step() {
+	if [[ -n ${steps[$1]:-} ]]; then
+		echo "crash-workload: $DEV: after $1: ${steps[$1]}"
+		eval "${steps[$1]}"
+	fi
+}
+
+# write_file PATH BYTES: random data, as WRITER says.
+write_file() {
+	if [[ ${WRITER:-cache} == hipri ]]; then
+		fio --name=w --filename="$1" --ioengine=io_uring --hipri=1 --direct=1 \
+			--rw=write --bs=4k --size="$2" --iodepth=4 --refill_buffers=1 \
+			>/tmp/crash-fio.out 2>&1 ||
+			{ cat /tmp/crash-fio.out; return 1; }
+	else
+		head -c "$2" /dev/urandom >"$1"
+	fi
+}
 
 # job SERIAL FILES [STEP...]
 job() {
-	local serial=$1 files=$2 b s i f mnt=/tmp/crash-mnt claim=0
+	local serial=$1 files=$2 s i f mnt=/tmp/crash-mnt claim=0
 	local -A steps=()
 	shift 2
 	for s in "$@"; do
 		steps[${s%%:*}]=${s#*:}
 	done
-	DEV=""
-	for b in /sys/block/vd*; do
-		[[ $(cat "$b/serial" 2>/dev/null) == "$serial" ]] && DEV=${b##*/}
-	done
-	[[ -n $DEV ]] || { echo "no disk with serial $serial"; return 1; }
-	export DEV
+	find_disk "$serial" || return
 
-	# mark JSON: the next claim block.
-	mark() {
-		printf 'VSTORMARK1 %s\n' "$1" |
-			dd of="/dev/$DEV" bs=4096 seek=$((FS_MB * 256 + claim)) count=1 \
-				oflag=direct conv=sync,notrunc status=none
-		claim=$((claim + 1))
-	}
 	# claim_file NAME: its content is durable now.
 	claim_file() {
 		mark "{\"file\": \"$1\", \"sha256\": \"$(sha256sum <"$mnt/$1" | cut -d' ' -f1)\"}"
@@ -54,26 +106,77 @@ job() {
 	mount -t ext4 "/dev/$DEV" "$mnt"
 	sync "$mnt"	# coreutils sync with a path: fsync
 	mark '{"begin": true}'
+	WRITER=cache
+	step 0
 	for ((i = 1; i <= files; i++)); do
 		f=f$i
-		head -c $(((RANDOM % 50 + 1) * 4096)) /dev/urandom >"$mnt/$f"
+		write_file "$mnt/$f" $(((RANDOM % 50 + 1) * 4096))
 		sync "$mnt/$f"
 		sync "$mnt"
 		claim_file "$f"
 		if ((i % 4 == 0)); then
-			head -c $(((RANDOM % 50 + 1) * 4096)) /dev/urandom >"$mnt/.$f.new"
+			write_file "$mnt/.$f.new" $(((RANDOM % 50 + 1) * 4096))
 			sync "$mnt/.$f.new"
 			mv "$mnt/.$f.new" "$mnt/$f"
 			sync "$mnt"
 			claim_file "$f"
 		fi
-		if [[ -n ${steps[$i]:-} ]]; then
-			echo "crash-workload: $serial: after file $i: ${steps[$i]}"
-			eval "${steps[$i]}"
-		fi
+		step $i
 	done
 	umount "$mnt"
-	echo "crash-workload: $serial (/dev/$DEV): $files files, $claim claims"
+	echo "crash-workload: $serial (/dev/$DEV): $files files ($WRITER), $claim claims, $(cat "/sys/block/$DEV/num_poll_queues") poll queues"
+}
+
+# rawjob SERIAL ROUNDS [STEP...]
+rawjob() {
+	local serial=$1 rounds=$2 s i r off len flags claim=0 sha
+	local -A steps=()
+	shift 2
+	for s in "$@"; do
+		steps[${s%%:*}]=${s#*:}
+	done
+	find_disk "$serial" || return
+	mark '{"begin": true, "raw": true}'
+	step 0
+	for ((i = 1; i <= rounds; i++)); do
+		r=$((i % 4))
+		off=$(((r << 20) + (RANDOM % 192) * 4096))
+		len=$(((RANDOM % 16 + 1) * 4096))
+		flags=()
+		((i % 2)) && flags+=(-P)
+		((i % 3)) || flags+=(-F)
+		"$TOOLS/vblk_pt" "${flags[@]}" -p $((i * 7919)) -s $((off / 512)) -l 4096 \
+			-c $((len / 4096)) -q 8 "/dev/vblk/$DEV" write
+		"$TOOLS/vblk_pt" "${flags[@]}" "/dev/vblk/$DEV" flush
+		sha=$(dd if="/dev/$DEV" bs=4096 skip=$((off / 4096)) count=$((len / 4096)) \
+			iflag=direct status=none | sha256sum | cut -d' ' -f1)
+		mark "{\"region\": \"r$r\", \"offset\": $off, \"len\": $len, \"sha256\": \"$sha\"}"
+		step $i
+	done
+	echo "crash-workload: $serial (/dev/$DEV): $rounds passthrough rounds, $claim claims, $(cat "/sys/block/$DEV/num_poll_queues") poll queues"
+}
+
+# fsjob TAG FILES
+fsjob() {
+	local tag=$1 files=$2 mnt=/tmp/crash-fs i len=0
+	mkdir -p "$mnt"
+	mount -t virtiofs "$tag" "$mnt"
+	: >"$mnt/journal"
+	sync "$mnt/journal"
+	sync "$mnt"
+	for ((i = 1; i <= files; i++)); do
+		head -c $(((RANDOM % 50 + 1) * 4096)) /dev/urandom >"$mnt/f$i"
+		head -c 4096 /dev/urandom >>"$mnt/journal"
+		len=$((len + 4096))
+		sync "$mnt/f$i"
+		sync "$mnt/journal"
+		sync "$mnt"
+		printf '{"file": "f%d", "sha256": "%s"}\n{"file": "journal", "len": %d, "sha256": "%s"}\n' \
+			"$i" "$(sha256sum <"$mnt/f$i" | cut -d' ' -f1)" "$len" \
+			"$(head -c "$len" "$mnt/journal" | sha256sum | cut -d' ' -f1)" >>/run/vstor/fs-claims
+	done
+	umount "$mnt"
+	echo "crash-workload: virtio-fs $tag: $files files"
 }
 
 # shellcheck source=/dev/null

@@ -4,14 +4,15 @@
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
 # The guest this suite boots (vm/vm.sh options) and what it needs built.
-SUITE_VM=(--cpus 4 --disk file:queues=4 --disk file:queues=2)
+SUITE_VM=(--cpus 4 --disk file:queues=4 --disk file:queues=2 --disk "file:size=256M,queues=2,pcibridge")
 SUITE_NEEDS=(kernel tools)
 
 TESTS=(repoll_initial repoll_set repoll_bad_input repoll_hipri_0_to_m
 	repoll_idle_poller repoll_flip_under_load repoll_flip_polled_load
 	repoll_to_zero_hipri_ring repoll_concurrent_writers repoll_stuck_kill
 	repoll_resize_race repoll_remove_race
-	repoll_hot_unplug repoll_wce_kept repoll_info_during_change)
+	repoll_hot_unplug repoll_wce_kept repoll_info_during_change
+	repoll_pci_reset repoll_pci_reset_polled repoll_pci_reset_race)
 
 rp_disk() { disk_by_serial vstor0; }
 rp_attr() { echo "/sys/block/$1/num_poll_queues"; }
@@ -407,9 +408,31 @@ rp_fsync_writes() {
 		fail "fio fsync writes: $(tail -n 3 /tmp/fs.out)"
 }
 
+# rp_check_cache DISK QDEV MODE WHEN: after WHEN, the guest's cache_type
+# and write_cache of DISK say MODE ("write through" or "write back"), QEMU's
+# device QDEV caches writes only in write back, and 64 fsync'd writes reach
+# QEMU as flushes only in write back (at least half of them; none in write
+# through).
+rp_check_cache() {
+	local want=0 c f0 f1
+	[[ $3 == "write back" ]] && want=1
+	expect_eq "guest cache_type after $4" "$(cat "/sys/block/$1/cache_type")" "$3" || return
+	expect_eq "guest write_cache after $4" "$(cat "/sys/block/$1/queue/write_cache")" "$3" || return
+	read -r c f0 < <(rp_qemu_cache "$2") || fail "QMP query-block" || return
+	expect_eq "QEMU's cache after $4" "$c" "$want" || return
+	rp_fsync_writes "$1" || return
+	read -r c f1 < <(rp_qemu_cache "$2") || fail "QMP query-block" || return
+	note "$3, after $4: flushes reaching QEMU during 64 fsync'd writes: $((f1 - f0))"
+	if ((want)); then
+		((f1 - f0 >= 32)) || fail "$((f1 - f0)) flushes for 64 fsync'd writes in write back (want at least 32)"
+	else
+		((f1 == f0)) || fail "$((f1 - f0)) flushes in write through"
+	fi
+}
+
 desc_repoll_wce_kept="the cache mode set through cache_type survives a poll-queue change, which resets the device (QEMU's reset restores the mode it started with): after write through and a change, QEMU caches no writes; after write back and a change, fsync'd writes reach QEMU as flushes (fio --fsync=1: at least half of 64)"
 repoll_wce_kept() {
-	local d mode want c0 c1 f0 f1
+	local d mode want c0
 	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
 	[[ $(stat -c %a "/sys/block/$d/cache_type") == 644 ]] || fail "no writable cache_type: the device did not offer VIRTIO_BLK_F_CONFIG_WCE" || return
 	read -r c0 _ < <(rp_qemu_cache vdisk1) || fail "QMP query-block" || return
@@ -422,18 +445,7 @@ repoll_wce_kept() {
 		read -r c0 _ < <(rp_qemu_cache vdisk1) || return
 		expect_eq "QEMU's cache after '$mode'" "$c0" "$want" || return
 		rp_set "$d" 1 2 || return
-		expect_eq "guest cache_type after the change" "$(cat "/sys/block/$d/cache_type")" "$mode" || return
-		expect_eq "guest write_cache after the change" "$(cat "/sys/block/$d/queue/write_cache")" "$mode" || return
-		read -r c0 f0 < <(rp_qemu_cache vdisk1) || return
-		expect_eq "QEMU's cache after '$mode' and a change" "$c0" "$want" || return
-		rp_fsync_writes "$d" || return
-		read -r c1 f1 < <(rp_qemu_cache vdisk1) || return
-		note "$mode: flushes reaching QEMU during 64 fsync'd writes: $((f1 - f0))"
-		if ((want)); then
-			((f1 - f0 >= 32)) || fail "$((f1 - f0)) flushes for 64 fsync'd writes in write back (want at least 32)" || return
-		else
-			((f1 == f0)) || fail "$((f1 - f0)) flushes in write through" || return
-		fi
+		rp_check_cache "$d" vdisk1 "$mode" "a change" || return
 		rp_set "$d" 0 2 || return
 		expect_eq "QEMU's cache after '$mode' and a second change" "$(rp_qemu_cache vdisk1 | cut -d' ' -f1)" "$want" || return
 	done
@@ -477,5 +489,112 @@ repoll_info_during_change() {
 	i=$(sed -n 's/^submit_max_ms=//p' /tmp/gi.out)
 	[[ -n $i ]] && ((i < 1000)) || fail "io_uring_submit() took ${i:-?} ms while the change was pending" || return
 	expect_eq "split after the change" "$(cat "$a")" 1 || return
+	rp_set "$d" 0 2
+}
+
+# rp_reset_dev DISK: the PCI function under DISK, if this kernel can reset a
+# bound virtio device (virtio-pci's reset_prepare/reset_done, which 6.12
+# lacks: there a reset under the driver leaves it without virtqueues) and the
+# function can be reset by a secondary bus reset; skips otherwise.
+rp_reset_dev() {
+	local pci
+	grep -qw virtio_pci_reset_done /proc/kallsyms ||
+		{ skip "this kernel's virtio-pci has no reset recovery (no virtio_pci_reset_done)"; return; }
+	pci=$(basename "$(dirname "$(readlink -f "/sys/block/$1/device")")")
+	[[ -e /sys/bus/pci/devices/$pci/reset ]] || fail "$1 ($pci) has no PCI reset" || return
+	grep -qw bus "/sys/bus/pci/devices/$pci/reset_method" ||
+		fail "$pci resets by '$(cat "/sys/bus/pci/devices/$pci/reset_method")', not by a bus reset (not alone behind its bridge?)" || return
+	echo "$pci"
+}
+
+# rp_pci_reset PCI: reset the function; fail unless the write succeeds.
+rp_pci_reset() {
+	expect_eq "reset of $1" "$(sysfs_write "/sys/bus/pci/devices/$1/reset" 1)" OK
+}
+
+desc_repoll_pci_reset="a PCI reset of the disk (virtio's reset_prepare and reset_done around a bus reset; QEMU's reset restores the cache mode it started with) keeps what the guest set: write through and write back, each checked by QEMU's mode and the flushes of 64 fsync'd writes, and the poll queues; polled I/O verifies after each reset"
+repoll_pci_reset() {
+	local d pci rc mode c0 want
+	d=$(disk_by_serial vstor2) || fail "no vstor2" || return
+	pci=$(rp_reset_dev "$d")
+	rc=$?
+	((rc == 0)) || { echo "$pci"; return $rc; }
+	[[ $(stat -c %a "/sys/block/$d/cache_type") == 644 ]] || fail "no writable cache_type: the device did not offer VIRTIO_BLK_F_CONFIG_WCE" || return
+	read -r c0 _ < <(rp_qemu_cache vdisk2) || fail "QMP query-block" || return
+	expect_eq "QEMU's cache at boot" "$c0" 1 || return
+	rp_set "$d" 1 2 || return
+	for mode in "write through" "write back"; do
+		want=0
+		[[ $mode == "write back" ]] && want=1
+		expect_eq "set $mode" "$(sysfs_write "/sys/block/$d/cache_type" "$mode")" OK || return
+		read -r c0 _ < <(rp_qemu_cache vdisk2) || return
+		expect_eq "QEMU's cache after '$mode'" "$c0" "$want" || return
+		rp_pci_reset "$pci" || return
+		expect_types "$d" 1 1 || return
+		expect_eq "num_poll_queues after the reset" "$(cat "$(rp_attr "$d")")" 1 || return
+		rp_check_cache "$d" vdisk2 "$mode" "a PCI reset" || return
+		quick_verify "$d" 1 || return
+	done
+	rp_set "$d" 0 2
+}
+
+desc_repoll_pci_reset_polled="polled I/O across PCI resets (hipri fio verify jobs in a loop, five resets a second apart; a request sent between reset_prepare and reset_done waits in the quiesced queue while its submitter polls a disk without virtqueues): every job verifies, no kernel report"
+repoll_pci_reset_polled() {
+	local d pci rc pid i jobs
+	d=$(disk_by_serial vstor2) || fail "no vstor2" || return
+	pci=$(rp_reset_dev "$d")
+	rc=$?
+	((rc == 0)) || { echo "$pci"; return $rc; }
+	rp_set "$d" 1 2 || return
+	rm -f /tmp/rpp.stop /tmp/rpp.fail
+	(
+		n=0
+		until [[ -e /tmp/rpp.stop ]]; do
+			quick_verify "$d" 1 >/tmp/rpp.out 2>&1 || { cp /tmp/rpp.out /tmp/rpp.fail; break; }
+			n=$((n + 1))
+		done
+		echo $n >/tmp/rpp.jobs
+	) &
+	pid=$!
+	sleep 1
+	for ((i = 0; i < 5; i++)); do
+		rp_pci_reset "$pci" || break
+		sleep 1
+	done
+	touch /tmp/rpp.stop
+	rp_gone $pid 120 || { kill -9 $pid; fail "the polled jobs did not stop 120 s after the resets"; return; }
+	wait $pid
+	((i == 5)) || return 1
+	[[ ! -e /tmp/rpp.fail ]] || fail "a polled verify job failed across the resets: $(tail -n 5 /tmp/rpp.fail)" || return
+	jobs=$(cat /tmp/rpp.jobs)
+	note "$jobs polled verify jobs across 5 resets"
+	((jobs >= 2)) || fail "only $jobs polled jobs ran across the resets" || return
+	expect_types "$d" 1 1 || return
+	rp_set "$d" 0 2
+}
+
+desc_repoll_pci_reset_race="poll-queue changes racing PCI resets: each change succeeds or, between reset_prepare and reset_done, gets EBUSY; the layout read back matches the last accepted value and the disk works"
+repoll_pci_reset_race() {
+	local d pci rc pid i a codes n
+	d=$(disk_by_serial vstor2) || fail "no vstor2" || return
+	pci=$(rp_reset_dev "$d")
+	rc=$?
+	((rc == 0)) || { echo "$pci"; return $rc; }
+	a=$(rp_attr "$d")
+	sysfs_write_loop "$a" 1 0 >/tmp/rr2.out 2>&1 &
+	pid=$!
+	for ((i = 0; i < 5; i++)); do
+		rp_pci_reset "$pci" || break
+	done
+	kill $pid
+	wait $pid 2>/dev/null
+	((i == 5)) || return 1
+	codes=$(sort /tmp/rr2.out | uniq -c | tr '\n' ' ')
+	note "change results: $codes"
+	! grep -qv -E '^(OK|EBUSY)$' /tmp/rr2.out || fail "unexpected change results: $codes" || return
+	grep -q '^OK$' /tmp/rr2.out || fail "no change succeeded: $codes" || return
+	n=$(cat "$a")
+	expect_types "$d" $((2 - n)) "$n" || return
+	quick_verify "$d" 0 || return
 	rp_set "$d" 0 2
 }

@@ -40,12 +40,20 @@ begin claim:
     p, or of a later one (a replacement made durable after that claim
     may already be there).
 
+A raw workload (no file system: {"begin": true, "raw": true}) claims
+byte ranges of the disk instead, once a flush after their writes has
+returned: {"region": NAME, "offset": BYTES, "len": BYTES, "sha256": HEX}.
+At p, each region claimed before p holds the bytes of its last claim
+before p, or of a later claim of that region (each claim with its own
+range); e2fsck is not run.
+
 Prints a line per failing point and a summary, and exits 1 if any point
 failed (2 for a log it cannot read).
 
 --mutate checks the checker: it replays as if the disk had lost every
-write between the first and the second file claims (the second file's
-data and the metadata written with it), so some point must fail.
+write between the first and the second file (or region) claims (the
+second file's data and the metadata written with it), so some point must
+fail.
 """
 import argparse
 import hashlib
@@ -132,10 +140,8 @@ def apply(log, img, ssize, entries):
         img.write(log.read(e.nr * ssize))
 
 
-def check(state, work, claimed):
-    """Problems of the disk image at state: [] if none."""
-    scratch = os.path.join(work, "check.img")
-    shutil.copyfile(state, scratch)
+def fsck(scratch):
+    """Problems e2fsck finds in the image file scratch: [] if none."""
     p = subprocess.run(["e2fsck", "-fy", "-E", "journal_only", scratch],
                        capture_output=True, text=True)
     if p.returncode > 1:
@@ -143,11 +149,34 @@ def check(state, work, claimed):
                 f"{p.stdout.strip()[-200:]}"]
     p = subprocess.run(["e2fsck", "-fn", scratch], capture_output=True,
                        text=True)
-    bad = []
     if p.returncode != 0:
-        bad.append(f"e2fsck -fn exit {p.returncode}: "
-                   f"{' | '.join(p.stdout.strip().splitlines()[-4:])}")
-    if not claimed:
+        return [f"e2fsck -fn exit {p.returncode}: "
+                f"{' | '.join(p.stdout.strip().splitlines()[-4:])}"]
+    return []
+
+
+def check(state, work, claimed, raw):
+    """Problems of the disk image at state: [] if none. claimed maps a
+    file name to the set of sha256s it may have, or ("region", NAME) to
+    the set of (offset, len, sha256) it may hold."""
+    if raw:
+        bad = []
+        with open(state, "rb") as img:
+            for (_, name), ok in claimed.items():
+                got = []
+                for off, length, sha in sorted(ok):
+                    img.seek(off)
+                    got.append(hashlib.sha256(img.read(length)).hexdigest())
+                    if got[-1] == sha:
+                        break
+                else:
+                    bad.append(f"region {name}: sha256 {got[0][:12]}, "
+                               f"claimed durable")
+        return bad
+    scratch = os.path.join(work, "check.img")
+    shutil.copyfile(state, scratch)
+    bad = fsck(scratch)
+    if not claimed or bad and bad[0].startswith("journal replay"):
         return bad
     out = os.path.join(work, "files")
     shutil.rmtree(out, ignore_errors=True)
@@ -169,6 +198,16 @@ def check(state, work, claimed):
     return bad
 
 
+def claim_key(c):
+    """What a content claim is about, and what it says is there: (key,
+    value) for the claimed dict of check(), or None for other claims."""
+    if "file" in c:
+        return c["file"], c["sha256"]
+    if "region" in c:
+        return ("region", c["region"]), (c["offset"], c["len"], c["sha256"])
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("log")
@@ -187,14 +226,16 @@ def main():
         print(f"replay_log: {e}", file=sys.stderr)
         return 2
     begin = next((i for i, c in marks if c.get("begin")), None)
+    raw = any(c.get("raw") for _, c in marks if c.get("begin"))
     flushes = [e.index for e in entries if e.flags & FLUSH]
     if begin is None:
         print("replay_log: no begin claim in the log", file=sys.stderr)
         return 2
     if a.mutate:
-        files = [i for i, c in marks if "file" in c]
+        files = [i for i, c in marks if claim_key(c)]
         if len(files) < 2:
-            print("replay_log: --mutate needs two file claims", file=sys.stderr)
+            print("replay_log: --mutate needs two file or region claims",
+                  file=sys.stderr)
             return 2
         lost = set(range(files[0] + 1, files[1]))
         entries = [e if e.index not in lost or e.flags & FLUSH else
@@ -233,22 +274,24 @@ def main():
                     apply(log, s, ssize, kept)
             claimed = {}
             for i, c in marks:
-                if i > p or "file" not in c:
+                kv = claim_key(c)
+                if i > p or not kv:
                     continue
-                claimed.setdefault(c["file"], set()).clear()
-                claimed[c["file"]].add(c["sha256"])
+                claimed[kv[0]] = {kv[1]}
             for i, c in marks:     # later replacements may be there too
-                if i > p and c.get("file") in claimed:
-                    claimed[c["file"]].add(c["sha256"])
-            bad = check(state, work, claimed)
+                kv = claim_key(c)
+                if i > p and kv and kv[0] in claimed:
+                    claimed[kv[0]].add(kv[1])
+            bad = check(state, work, claimed, raw)
             done += 1
             if bad:
                 failed += 1
                 print(f"point {p} (last flush {last_flush}, {len(kept)} "
                       f"later writes kept): " + "; ".join(bad[:3]))
-    nfiles = len({c["file"] for _, c in marks if "file" in c})
+    nfiles = len({claim_key(c)[0] for _, c in marks if claim_key(c)})
     print(f"replay_log: {len(entries)} entries, {len(flushes)} flushes, "
-          f"{nfiles} files claimed durable; {done} points checked "
+          f"{nfiles} {'regions' if raw else 'files'} claimed durable; "
+          f"{done} points checked "
           f"({len([1 for p, f in points if p == f])} at flushes), "
           f"{failed} failed")
     if not a.work:

@@ -10,7 +10,10 @@ in place), then five files written with debugfs -w. Each step's changed
 followed by a flush and the claim block the workload would write. Then:
 the replay must pass at every flush; with --mutate (the second file's
 writes lost) it must fail; and a log whose magic is wrong must be refused
-(exit 2). Prints what it checked; exits non-zero on the first surprise.
+(exit 2). The same for a raw log (region claims, no file system, as the
+passthrough workload leaves): six ranges of random data in three regions,
+each written, flushed and claimed. Prints what it checked; exits non-zero
+on the first surprise.
 """
 import hashlib
 import json
@@ -22,6 +25,50 @@ import sys
 SIZE, FS_MB, SSIZE = 64 << 20, 48, 512
 TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                     "replay_log.py")
+
+
+def write_log(path, entries):
+    """A blklogwrites log of entries (sector, nr_sectors, flags, data)."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<QQQI", 0x6a736677736872, 1, len(entries),
+                            SSIZE).ljust(SSIZE, b"\0"))
+        for sector, nr, flags, data in entries:
+            f.write(struct.pack("<QQQQ", sector, nr, flags, 0)
+                    .ljust(SSIZE, b"\0") + data)
+
+
+def claim_entry(n, obj):
+    """The entry of claim block n saying obj."""
+    blk = b"VSTORMARK1 " + json.dumps(obj).encode() + b"\n"
+    return ((FS_MB * 256 + n) * 8, 8, 0, blk.ljust(4096, b"\0"))
+
+
+def run(what, cmd, want):
+    """Run the tool; True if it exited want."""
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    last = (p.stdout.strip().splitlines() or [p.stderr.strip()])[-1]
+    print(f"{what}: exit {p.returncode} (want {want}): {last}")
+    if p.returncode != want:
+        print(p.stdout + p.stderr)
+    return p.returncode == want
+
+
+def raw(work):
+    """The raw log: True if the tool passed it as made and failed it with
+    the second region's writes lost."""
+    log = os.path.join(work, "raw.log")
+    entries = [claim_entry(0, {"begin": True, "raw": True})]
+    for i in range(6):
+        off, data = (i % 3 << 20) + i * 4096, os.urandom(8192)
+        entries.append((off // SSIZE, len(data) // SSIZE, 0, data))
+        entries.append((0, 0, 1, b""))
+        entries.append(claim_entry(i + 1, {
+            "region": f"r{i % 3}", "offset": off, "len": len(data),
+            "sha256": hashlib.sha256(data).hexdigest()}))
+    write_log(log, entries)
+    base = [sys.executable, TOOL, log, "--size", str(SIZE), "--random", "4"]
+    return (run("raw: the log as made", base, 0) and
+            run("raw: the second region's writes lost", base + ["--mutate"], 1))
 
 
 def main(work):
@@ -43,9 +90,7 @@ def main(work):
 
     def claim(obj):
         nonlocal claims
-        blk = b"VSTORMARK1 " + json.dumps(obj).encode() + b"\n"
-        entries.append(((FS_MB * 256 + claims) * 8, 8, 0,
-                        blk.ljust(4096, b"\0")))
+        entries.append(claim_entry(claims, obj))
         claims += 1
 
     with open(img, "wb") as f:
@@ -63,28 +108,16 @@ def main(work):
                        check=True, capture_output=True)
         before = changed(before)
         claim({"file": f"f{i}", "sha256": hashlib.sha256(data).hexdigest()})
-    with open(log, "wb") as f:
-        f.write(struct.pack("<QQQI", 0x6a736677736872, 1, len(entries),
-                            SSIZE).ljust(SSIZE, b"\0"))
-        for sector, nr, flags, data in entries:
-            f.write(struct.pack("<QQQQ", sector, nr, flags, 0)
-                    .ljust(SSIZE, b"\0") + data)
+    write_log(log, entries)
     base = [sys.executable, TOOL, log, "--size", str(SIZE), "--random", "0"]
-    for what, extra, want in (("the log as made", [], 0),
-                              ("the second file's writes lost",
-                               ["--mutate"], 1)):
-        p = subprocess.run(base + extra, capture_output=True, text=True)
-        last = (p.stdout.strip().splitlines() or [p.stderr.strip()])[-1]
-        print(f"{what}: exit {p.returncode} (want {want}): {last}")
-        if p.returncode != want:
-            print(p.stdout + p.stderr)
-            return 1
+    if not (run("the log as made", base, 0) and
+            run("the second file's writes lost", base + ["--mutate"], 1)):
+        return 1
     with open(log, "r+b") as f:
         f.write(b"\0" * 8)
-    p = subprocess.run(base, capture_output=True, text=True)
-    print(f"a log without the magic: exit {p.returncode} (want 2): "
-          f"{p.stderr.strip()}")
-    return 0 if p.returncode == 2 else 1
+    if not run("a log without the magic", base, 2):
+        return 1
+    return 0 if raw(work) else 1
 
 
 if __name__ == "__main__":
