@@ -3,7 +3,9 @@
 # path a request can take: the interrupt path with completion batching on
 # and off, poll queues (an IOPOLL ring), passthrough (the CQE's status),
 # chained scatter-gather lists, and QEMU stopping the VM on an error and
-# continuing it. Each error must reach the one caller whose I/O it hit
+# continuing it, and one block node holding a request (a blkdebug
+# breakpoint) or all of them (a throttle) while the VM runs. Each error
+# must reach the one caller whose I/O it hit
 # (build/tools/batch_err: 16 I/Os submitted together, the bad block among
 # them), leave no request in flight and no tag taken, and the disk usable.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
@@ -48,7 +50,7 @@ SUITE_VM=(--cpus 2
 	--append virtio_blk.num_poll_queues=1)
 SUITE_NEEDS=(kernel tools fio)
 
-TESTS=(ei_read ei_write ei_flush ei_stop_cont ei_pause ei_vhost)
+TESTS=(ei_read ei_write ei_flush ei_stop_cont ei_pause ei_node_hold ei_vhost)
 
 BATCH=/sys/kernel/debug/virtio_blk/irq_batch
 
@@ -193,6 +195,61 @@ ei_pause() {
 	done
 	wait $fpid || fail "fio verify across the pauses failed" || return
 	((rc == 0)) || fail "QMP stop/cont failed" || return
+	no_leaks "$d"
+}
+
+# ei_hmp CMD: run HMP command CMD in QEMU; fails if it prints anything (HMP
+# reports its errors as text).
+ei_hmp() {
+	local r
+	r=$(host_qmp "{\"execute\": \"human-monitor-command\", \"arguments\": {\"command-line\": \"$1\"}}") ||
+		fail "HMP $1: $r" || return
+	[[ $r == *'"return": ""'* ]] || fail "HMP $1: $r"
+}
+
+# ei_throttle IOPS: limit vstor0 (QEMU device vdisk0) to IOPS requests per
+# second; 0 lifts the limit.
+ei_throttle() {
+	host_qmp '{"execute": "block_set_io_throttle", "arguments": {"id": "/machine/peripheral/vdisk0/virtio-backend",
+		"bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": '"$1"', "iops_rd": 0, "iops_wr": 0}}' >/dev/null ||
+		fail "QMP block_set_io_throttle $1 refused"
+}
+
+desc_ei_node_hold="vstor0's block node holds I/O while the VM runs: one write held at a blkdebug breakpoint for 3 s (QMP human-monitor-command qemu-io break/resume) while a fio verify job elsewhere completes, then the write completes with its data; then the node throttled to 1 IOPS for 3 s under fio verify at QD16 and released: every I/O completes, the data verifies, nothing leaks"
+ei_node_hold() {
+	local d dpid fpid r
+	d=$(disk_by_serial vstor0) || fail "no vstor0" || return
+	ei_hmp 'qemu-io d0 \"break write_aio held\"' || return
+	# Block 58000 (226.6 MiB): no error rule there, and no other test's I/O.
+	dd if=<(ei_block) of="/dev/$d" bs=4096 seek=58000 count=1 iflag=fullblock \
+		oflag=direct status=none 2>/tmp/eih.err &
+	dpid=$!
+	sleep 2
+	[[ -e /proc/$dpid ]] || { ei_hmp 'qemu-io d0 \"remove_break write_aio held\"'; fail "the write was not held: $(cat /tmp/eih.err)"; return; }
+	r=$(awk '{ print $2 }' "/sys/block/$d/inflight")
+	expect_eq "writes in flight while one is held" "$r" 1 || { ei_hmp 'qemu-io d0 \"resume held\"'; return; }
+	fio_json /tmp/eih.json --name=beside --filename="/dev/$d" --ioengine=io_uring --direct=1 \
+		--rw=randwrite --bs=4k --iodepth=16 --offset=216M --size=8M --verify=crc32c >/dev/null ||
+		{ ei_hmp 'qemu-io d0 \"resume held\"'; fail "fio beside the held write failed"; return; }
+	[[ -e /proc/$dpid ]] || fail "the held write completed before it was resumed" || return
+	note "a write held at the node for the whole of a fio verify job beside it"
+	ei_hmp 'qemu-io d0 \"resume held\"' || return
+	wait $dpid || fail "the held write failed once resumed: $(cat /tmp/eih.err)" || return
+	cmp <(ei_block) <(dd if="/dev/$d" bs=4096 skip=58000 count=1 iflag=direct status=none) ||
+		fail "the held write's data is not on the disk" || return
+	no_leaks "$d" || return
+
+	fio_json /tmp/eit.json --name=throttled --filename="/dev/$d" --ioengine=io_uring --direct=1 \
+		--rw=randwrite --bs=4k --iodepth=16 --offset=216M --size=8M --loops=20 --verify=crc32c >/dev/null &
+	fpid=$!
+	sleep 1
+	ei_throttle 1 || { wait $fpid; return; }
+	sleep 3
+	r=$(awk '{ print $1 + $2 }' "/sys/block/$d/inflight")
+	ei_throttle 0 || { wait $fpid; return; }
+	note "$r requests in flight at the throttled node"
+	wait $fpid || fail "fio verify across the throttle failed" || return
+	((r > 1)) || fail "only $r requests were waiting at the throttled node" || return
 	no_leaks "$d"
 }
 
