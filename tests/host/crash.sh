@@ -72,7 +72,7 @@ crash_replay() {
 	((rc == 0)) || fail "replay: $(tail -n 1 <<<"$out")" || return
 	echo "==> disk $1: $(tail -n 1 <<<"$out")"
 	out=$(/usr/bin/python3 "$TOP/tests/tools/replay_log.py" "$log" --size $((CR_MB << 20)) \
-		--random 5 --mutate --work "$CR_VM/replay$1") || rc=$?
+		--random 5 --mutate --first-failure --work "$CR_VM/replay$1") || rc=$?
 	((rc == 1)) || fail "the replay with the second file's writes lost exited $rc, want 1: $(tail -n 1 <<<"$out")" || return
 	echo "==> disk $1, the second file's writes lost: $(tail -n 1 <<<"$out")"
 }
