@@ -538,37 +538,57 @@ repoll_pci_reset() {
 	rp_set "$d" 0 2
 }
 
-desc_repoll_pci_reset_polled="polled I/O across PCI resets (hipri fio verify jobs in a loop, five resets a second apart; a request sent between reset_prepare and reset_done waits in the quiesced queue while its submitter polls a disk without virtqueues): every job verifies, no kernel report"
+# rp_poll_loop NAME CMD...: run CMD (a polled write-and-verify job) over
+# and over until /tmp/NAME.stop exists; then /tmp/NAME.jobs holds the
+# number of runs, and /tmp/NAME.fail the output of one that failed.
+rp_poll_loop() {
+	local name=$1 n=0
+	shift
+	rm -f "/tmp/$name.stop" "/tmp/$name.fail" "/tmp/$name.jobs"
+	until [[ -e /tmp/$name.stop ]]; do
+		"$@" >"/tmp/$name.out" 2>&1 || { cp "/tmp/$name.out" "/tmp/$name.fail"; break; }
+		n=$((n + 1))
+	done
+	echo $n >"/tmp/$name.jobs"
+}
+
+# rp_pt_verify DISK SEED: 64 polled passthrough WRITEs of a pattern (8 in
+# flight, IOPOLL ring), then 64 polled READs that check it.
+rp_pt_verify() {
+	"$TOOLS/vblk_pt" -P -p "$2" -s 65536 -l 4096 -c 64 -q 8 "/dev/vblk/$1" write &&
+		"$TOOLS/vblk_pt" -P -p "$2" -s 65536 -l 4096 -c 64 -q 8 "/dev/vblk/$1" read
+}
+
+desc_repoll_pci_reset_polled="polled I/O across PCI resets (five resets a second apart) from two loops of jobs: hipri fio verify and polled passthrough writes read back (IOPOLL rings, whose submitters poll requests sent between reset_prepare and reset_done, which wait unsent while the disk has no virtqueues): every job verifies, no kernel report"
 repoll_pci_reset_polled() {
-	local d pci rc pid i jobs
+	local d pci rc p1 p2 i n1 n2
 	d=$(disk_by_serial vstor2) || fail "no vstor2" || return
 	pci=$(rp_reset_dev "$d")
 	rc=$?
 	((rc == 0)) || { echo "$pci"; return $rc; }
 	rp_set "$d" 1 2 || return
-	rm -f /tmp/rpp.stop /tmp/rpp.fail
-	(
-		n=0
-		until [[ -e /tmp/rpp.stop ]]; do
-			quick_verify "$d" 1 >/tmp/rpp.out 2>&1 || { cp /tmp/rpp.out /tmp/rpp.fail; break; }
-			n=$((n + 1))
-		done
-		echo $n >/tmp/rpp.jobs
-	) &
-	pid=$!
+	rp_poll_loop rpf quick_verify "$d" 1 &
+	p1=$!
+	rp_poll_loop rpt rp_pt_verify "$d" 4711 &
+	p2=$!
 	sleep 1
 	for ((i = 0; i < 5; i++)); do
 		rp_pci_reset "$pci" || break
 		sleep 1
 	done
-	touch /tmp/rpp.stop
-	rp_gone $pid 120 || { kill -9 $pid; fail "the polled jobs did not stop 120 s after the resets"; return; }
-	wait $pid
+	touch /tmp/rpf.stop /tmp/rpt.stop
+	if ! { rp_gone $p1 120 && rp_gone $p2 120; }; then
+		kill -9 $p1 $p2 2>/dev/null
+		fail "the polled jobs did not stop 120 s after the resets"
+		return
+	fi
+	wait $p1 $p2
 	((i == 5)) || return 1
-	[[ ! -e /tmp/rpp.fail ]] || fail "a polled verify job failed across the resets: $(tail -n 5 /tmp/rpp.fail)" || return
-	jobs=$(cat /tmp/rpp.jobs)
-	note "$jobs polled verify jobs across 5 resets"
-	((jobs >= 2)) || fail "only $jobs polled jobs ran across the resets" || return
+	[[ ! -e /tmp/rpf.fail ]] || fail "a hipri fio verify job failed across the resets: $(tail -n 5 /tmp/rpf.fail)" || return
+	[[ ! -e /tmp/rpt.fail ]] || fail "a polled passthrough job failed across the resets: $(tail -n 5 /tmp/rpt.fail)" || return
+	n1=$(cat /tmp/rpf.jobs) n2=$(cat /tmp/rpt.jobs)
+	note "across 5 resets: $n1 hipri fio verify jobs, $n2 polled passthrough write-and-read jobs"
+	((n1 >= 2 && n2 >= 2)) || fail "too few polled jobs ran across the resets" || return
 	expect_types "$d" 1 1 || return
 	rp_set "$d" 0 2
 }
