@@ -6,7 +6,8 @@
 #   crash-workload.sh JOBS
 #
 # JOBS is a bash file of lines "job SERIAL FILES [STEP...]" and
-# "rawjob SERIAL ROUNDS [STEP...]", run in order.
+# "rawjob SERIAL ROUNDS [STEP...]", "vhostjob SERIAL ROUNDS" and
+# "fsjob TAG FILES", run in order.
 # A job makes an ext4 file system on the first FS_MB MiB of the disk with
 # serial SERIAL, mounts it and writes FILES files of 4-200 KiB of random
 # data. Each file is written and fsync'd (and its directory), and every
@@ -30,6 +31,13 @@
 # {"region": "rK", "offset": BYTES, "len": BYTES, "sha256": HEX}, after
 # {"begin": true, "raw": true} at the start. Odd rounds use an IOPOLL ring
 # (the disk needs a poll queue: a step 0), every third registered buffers.
+#
+# A vhostjob serves the disk through vhost-blk (build/tools/vhost-blk-bridge,
+# /dev/vhost-blk: the vm.sh run loads vhost_blk) to the scripted front end
+# tests/tools/vub_test.py, whose scenario crash writes ROUNDS rounds of 8
+# ranges with VIRTIO_BLK_F_FLUSH and a FLUSH after each, then ROUNDS
+# without it (vhost-blk then writes through), and claims each range once
+# the device has made it durable, after a raw begin claim.
 #
 # An fsjob mounts the virtio-fs share TAG and, until FILES files or until
 # it is killed, writes a new file of 4-200 KiB of random data and appends
@@ -154,6 +162,29 @@ rawjob() {
 		step $i
 	done
 	echo "crash-workload: $serial (/dev/$DEV): $rounds passthrough rounds, $claim claims, $(cat "/sys/block/$DEV/num_poll_queues") poll queues"
+}
+
+# vhostjob SERIAL ROUNDS
+vhostjob() {
+	local serial=$1 rounds=$2 top rc=0 pid
+	top=$(cd "$(dirname "$0")/../.." && pwd)
+	find_disk "$serial" || return
+	[[ -e /dev/vhost-blk ]] || { echo "no /dev/vhost-blk (vhost_blk not loaded)"; return 1; }
+	rm -f /tmp/crash-br.sock
+	"$TOOLS/vhost-blk-bridge" --socket /tmp/crash-br.sock --backend "/dev/$DEV" \
+		--queues 2 2>/tmp/crash-br.log &
+	pid=$!
+	for _ in $(seq 100); do
+		[[ -S /tmp/crash-br.sock ]] && break
+		sleep 0.1
+	done
+	timeout -k 5 600 /usr/bin/python3 "$top/tests/tools/vub_test.py" --socket /tmp/crash-br.sock \
+		--pid "$pid" --scenario crash --crash-rounds "$rounds" \
+		--claim-block $((FS_MB * 256)) || rc=$?
+	kill -TERM "$pid"
+	wait "$pid" || { echo "the bridge exited $? on SIGTERM:"; tail -n 5 /tmp/crash-br.log; rc=1; }
+	((rc == 0)) || return 1
+	echo "crash-workload: $serial (/dev/$DEV): vhost-blk, $rounds rounds with FLUSH and $rounds write-through, $((16 * rounds + 1)) claims, 0 poll queues"
 }
 
 # fsjob TAG FILES

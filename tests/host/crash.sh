@@ -8,13 +8,14 @@
 # the disk as it would be after a power loss at each flush, at random
 # points between flushes (any subset of the writes since the last flush
 # kept) and at the end must pass e2fsck and hold every file (or range)
-# claimed durable; the same log replayed with the second claim's writes
-# lost must fail, so the check can fail. The VM's files are in build/logs/crash-vm-BASE.
+# claimed durable; the same log replayed with claimed writes lost (the
+# second file's, or a raw log's first round) must fail, so the check can
+# fail. The VM's files are in build/logs/crash-vm-BASE.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
 SUITE_ORDER=95
 SUITE_NEEDS=(kernel tools)
-TESTS=(cr_tool cr_boot cr_irq cr_wt_repoll cr_wb_repoll cr_hipri cr_pt
+TESTS=(cr_tool cr_boot cr_irq cr_wt_repoll cr_wb_repoll cr_hipri cr_pt cr_vhost
 	cr_vfs_kill_daemon cr_vfs_kill_vmm)
 timeout_cr_boot=900
 timeout_cr_vfs_kill_daemon=600
@@ -23,7 +24,8 @@ timeout_cr_vfs_kill_vmm=600
 CR_MB=64
 CR_FILES=12
 CR_ROUNDS=24
-CR_DISKS=5
+CR_VHOST_ROUNDS=6
+CR_DISKS=6
 CR_VM=$BUILD/logs/crash-vm-${KBASE:-6.12}
 
 desc_cr_tool="the replay tool on a log made on the host (mkfs.ext4 and debugfs, block by block): it passes at every flush, fails when the second file's writes are lost, and refuses a log that is not one"
@@ -35,7 +37,7 @@ cr_tool() {
 	echo "==> cr_tool: $(head -n 1 <<<"$out")"
 }
 
-desc_cr_boot="one guest, five logged disks (2 queues each, writeback cache), a workload of $CR_FILES files on the first four: vstor0 as is, vstor1 set to write through after file 1 and given a poll queue (a device reset) after file 8, vstor2 given a poll queue after file 8, vstor3 given a poll queue first and written with polled direct I/O; $CR_ROUNDS rounds of passthrough writes and flushes on vstor4, with a poll queue"
+desc_cr_boot="one guest, five logged disks (2 queues each, writeback cache), a workload of $CR_FILES files on the first four: vstor0 as is, vstor1 set to write through after file 1 and given a poll queue (a device reset) after file 8, vstor2 given a poll queue after file 8, vstor3 given a poll queue first and written with polled direct I/O; $CR_ROUNDS rounds of passthrough writes and flushes on vstor4, with a poll queue; vstor5 served by vhost-blk to a scripted driver"
 cr_boot() {
 	local rc=0 d
 	rm -rf "$CR_VM"
@@ -47,13 +49,15 @@ job vstor1 $CR_FILES '1:echo "write through" > /sys/block/\$DEV/cache_type' '8:e
 job vstor2 $CR_FILES '8:echo 1 > /sys/block/\$DEV/num_poll_queues'
 job vstor3 $CR_FILES '0:echo 1 > /sys/block/\$DEV/num_poll_queues; WRITER=hipri'
 rawjob vstor4 $CR_ROUNDS '0:echo 1 > /sys/block/\$DEV/num_poll_queues'
+vhostjob vstor5 $CR_VHOST_ROUNDS
 JOBS
 	local disks=()
 	for ((d = 0; d < CR_DISKS; d++)); do
 		disks+=(--disk "file:size=${CR_MB}M,queues=2,logwrites")
 	done
 	"$TOP/vm/vm.sh" --flavor "${VSTOR_FLAVOR:-guest}" --keep "$CR_VM/vm" --timeout 800 \
-		--cpus 2 "${disks[@]}" -- "$TOP/tests/guest/crash-workload.sh" "$CR_VM/jobs" || rc=$?
+		--cpus 2 --modules "virtio_blk vhost_blk" "${disks[@]}" -- \
+		"$TOP/tests/guest/crash-workload.sh" "$CR_VM/jobs" || rc=$?
 	sed 's/^/guest: /' "$CR_VM/vm/output" 2>/dev/null | tail -n 20
 	((rc == 0)) || fail "the guest workloads exited $rc (see $CR_VM/vm/console.log)" || return
 	for ((d = 0; d < CR_DISKS; d++)); do
@@ -73,8 +77,8 @@ crash_replay() {
 	echo "==> disk $1: $(tail -n 1 <<<"$out")"
 	out=$(/usr/bin/python3 "$TOP/tests/tools/replay_log.py" "$log" --size $((CR_MB << 20)) \
 		--random 5 --mutate --first-failure --work "$CR_VM/replay$1") || rc=$?
-	((rc == 1)) || fail "the replay with the second file's writes lost exited $rc, want 1: $(tail -n 1 <<<"$out")" || return
-	echo "==> disk $1, the second file's writes lost: $(tail -n 1 <<<"$out")"
+	((rc == 1)) || fail "the replay with claimed writes lost exited $rc, want 1: $(tail -n 1 <<<"$out")" || return
+	echo "==> disk $1, claimed writes lost (--mutate): $(tail -n 1 <<<"$out")"
 }
 
 desc_cr_irq="vstor0, the interrupt path with completion batching, writeback cache: ext4 and every fsync'd file intact after a power loss at each flush and between flushes"
@@ -195,6 +199,9 @@ cr_vfs_kill() {
 	fi
 	echo "with f1 cut short: $(head -n 1 <<<"$out")"
 }
+
+desc_cr_vhost="vstor5, vhost-blk (the bridge and a scripted driver in the guest): $CR_VHOST_ROUNDS rounds of 8 writes on two vrings made durable by a FLUSH, then $CR_VHOST_ROUNDS without VIRTIO_BLK_F_FLUSH (vhost-blk writes through, FUA): every claimed range intact at each flush and between"
+cr_vhost() { crash_replay 5; }
 
 desc_cr_vfs_kill_daemon="virtio-fs: files and a journal fsync'd through vufsd (2 queues), then vufsd SIGKILLed mid-workload (and QEMU after it): every claimed file and journal prefix is in the shared directory"
 cr_vfs_kill_daemon() { cr_vfs_kill daemon; }

@@ -54,9 +54,10 @@ failed (2 for a log it cannot read).
 counts the points checked so far).
 
 --mutate checks the checker: it replays as if the disk had lost every
-write between the first and the second file (or region) claims (the
-second file's data and the metadata written with it), so some point must
-fail.
+write between the first and the second file claims (the second file's
+data and the metadata written with it), or, in a raw log, between the
+begin claim and the first region claim (the first round's writes), so
+some point must fail.
 """
 import argparse
 import hashlib
@@ -237,7 +238,11 @@ def main():
         print("replay_log: no begin claim in the log", file=sys.stderr)
         return 2
     if a.mutate:
-        files = [i for i, c in marks if claim_key(c)]
+        # Raw logs: the first round's writes, between the begin claim and
+        # the first region claim (a round may claim several regions at
+        # once, with no write between its claims).
+        files = [i for i, c in marks
+                 if claim_key(c) or raw and c.get("begin")]
         if len(files) < 2:
             print("replay_log: --mutate needs two file or region claims",
                   file=sys.stderr)

@@ -55,7 +55,7 @@ def run(what, cmd, want):
 
 def raw(work):
     """The raw log: True if the tool passed it as made and failed it with
-    the second region's writes lost."""
+    the first range's writes lost."""
     log = os.path.join(work, "raw.log")
     entries = [claim_entry(0, {"begin": True, "raw": True})]
     for i in range(6):
@@ -68,7 +68,7 @@ def raw(work):
     write_log(log, entries)
     base = [sys.executable, TOOL, log, "--size", str(SIZE), "--random", "4"]
     return (run("raw: the log as made", base, 0) and
-            run("raw: the second region's writes lost", base + ["--mutate"], 1))
+            run("raw: the first range's writes lost", base + ["--mutate"], 1))
 
 
 def main(work):

@@ -31,14 +31,25 @@ Scenarios (default: all but readonly):
   failing     for a backend whose sectors --bad-sector S .. S+7 fail (a
               null_blk with badblocks): I/O there gets IOERR, the rest of
               the disk keeps working, the kernel counts the errors
+  crash       for a backend whose writes QEMU logs (tests/host/crash.sh):
+              --crash-rounds rounds of 8 writes in flight over two queues,
+              each of 4-64 KiB in a 1 MiB region of its own, made durable
+              as the device promises (with VIRTIO_BLK_F_FLUSH a FLUSH, then
+              without it, write-through, the write's completion), each
+              then claimed for tests/tools/replay_log.py in the 4 KiB
+              blocks from --claim-block on, after a {"begin": true, "raw":
+              true} claim
 
 --stats FILE and --pid PID are vhost-blk-bridge's: the stats file it
 rewrites on SIGUSR1, and its pid (liveness and descriptor leak checks).
 Prints KTAP; exits 1 if any check failed.
 """
 import argparse
+import hashlib
+import json
 import mmap
 import os
+import random
 import select
 import signal
 import struct
@@ -62,7 +73,7 @@ AREAS = (  # each scenario part gets one 2 MiB area
     "reset-scratch", "malformed")
 MIN_BACKEND = len(AREAS) * AREA_SECTORS * SECTOR
 SCENARIOS = ("io", "restart", "disconnect", "malformed", "readonly", "reset",
-             "reset-busy", "failing")
+             "reset-busy", "failing", "crash")
 DEFAULT_SCENARIOS = ("io", "restart", "disconnect", "malformed", "reset",
                      "reset-busy")
 
@@ -1098,10 +1109,71 @@ def scenario_reset_busy(ctx):
 
 # --- main --------------------------------------------------------------------
 
+# --- crash ---------------------------------------------------------------------
+
+def scenario_crash(ctx):
+    t, a = ctx.tap, ctx.args
+    rng = random.Random(ctx.seed)
+    claim = a.claim_block
+
+    def mark(dev, obj):
+        """Write the next claim block through the device."""
+        nonlocal claim
+        blk = (b"VSTORMARK1 " + json.dumps(obj).encode() + b"\n")
+        st = dev.write(claim * 8, blk.ljust(4096, b"\0"))
+        claim += 1
+        return st == S_OK
+
+    modes = (("flush", vu.BLK_FEATURES),
+             ("write-through", vu.BLK_FEATURES & ~(1 << vu.F_BLK_FLUSH)))
+    for m, (mode, want) in enumerate(modes):
+        with ctx.device(queues=2, queue_size=128, want=want) as dev:
+            dev.setup()
+            flush = dev.has(vu.F_BLK_FLUSH)
+            if not t.ok(flush == (mode == "flush"),
+                        f"crash {mode}: VIRTIO_BLK_F_FLUSH "
+                        f"{'negotiated' if flush else 'left out'}"):
+                return
+            if m == 0 and not t.ok(mark(dev, {"begin": True, "raw": True}),
+                                   "crash: begin claim written"):
+                return
+            bad = 0
+            for rnd in range(a.crash_rounds):
+                reqs, ranges = [], []
+                for k in range(8):
+                    off = ((m * 8 + k) << 20) + rng.randrange(192) * 4096
+                    nbytes = rng.randrange(1, 17) * 4096
+                    data = ctx.pat(off // SECTOR, nbytes, rnd + 1)
+                    r = dev.request(T_OUT, off // SECTOR, nbytes, 1, data)
+                    r.queue = k % 2
+                    reqs.append(r)
+                    ranges.append((f"{mode[0]}{k}", off, nbytes,
+                                   hashlib.sha256(data).hexdigest()))
+                dev.run(reqs)
+                good, msg = all_ok(reqs)
+                release(reqs)
+                if good and flush:
+                    st = dev.flush(queue=rnd % 2)
+                    good, msg = st == S_OK, f"FLUSH: {status_name(st)}"
+                if not good:
+                    bad += 1
+                    t.diag(f"crash {mode}: round {rnd}: {msg}")
+                    break
+                for name, off, nbytes, sha in ranges:
+                    if not mark(dev, {"region": name, "offset": off,
+                                      "len": nbytes, "sha256": sha}):
+                        bad += 1
+                        break
+            t.ok(bad == 0, f"crash {mode}: {a.crash_rounds} rounds of 8 "
+                 f"writes{', a FLUSH' if flush else ''} and 8 claims")
+    t.diag(f"crash: {claim - a.claim_block} claim blocks written")
+
+
 RUN = {"io": scenario_io, "restart": scenario_restart,
        "disconnect": scenario_disconnect, "malformed": scenario_malformed,
        "readonly": scenario_readonly, "reset": scenario_reset,
-       "reset-busy": scenario_reset_busy, "failing": scenario_failing}
+       "reset-busy": scenario_reset_busy, "failing": scenario_failing,
+       "crash": scenario_crash}
 
 
 def main():
@@ -1119,6 +1191,11 @@ def main():
     p.add_argument("--expect-serial", help="what GET_ID must return")
     p.add_argument("--bad-sector", type=int,
                    help="first of 8 failing sectors (scenario failing)")
+    p.add_argument("--claim-block", type=int, default=12288,
+                   help="first 4 KiB claim block (scenario crash; default "
+                   "12288, 48 MiB in)")
+    p.add_argument("--crash-rounds", type=int, default=12,
+                   help="rounds per mode (scenario crash; default 12)")
     p.add_argument("--expect-seg-max", type=int, help="config seg_max")
     p.add_argument("--expect-queues", type=int, help="GET_QUEUE_NUM")
     p.add_argument("--expect-workers", choices=("one", "per-queue"),
