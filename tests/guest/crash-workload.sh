@@ -137,7 +137,7 @@ job() {
 
 # rawjob SERIAL ROUNDS [STEP...]
 rawjob() {
-	local serial=$1 rounds=$2 s i r off len flags claim=0 sha
+	local serial=$1 rounds=$2 s i r off len flags fflags claim=0 sha
 	local -A steps=()
 	shift 2
 	for s in "$@"; do
@@ -152,10 +152,14 @@ rawjob() {
 		len=$(((RANDOM % 16 + 1) * 4096))
 		flags=()
 		((i % 2)) && flags+=(-P)
+		# A FLUSH has no buffer to register: it goes without -F.
+		fflags=("${flags[@]}")
 		((i % 3)) || flags+=(-F)
 		"$TOOLS/vblk_pt" "${flags[@]}" -p $((i * 7919)) -s $((off / 512)) -l 4096 \
-			-c $((len / 4096)) -q 8 "/dev/vblk/$DEV" write
-		"$TOOLS/vblk_pt" "${flags[@]}" "/dev/vblk/$DEV" flush
+			-c $((len / 4096)) -q 8 "/dev/vblk/$DEV" write >/tmp/crash-pt.out ||
+			{ cat /tmp/crash-pt.out; return 1; }
+		"$TOOLS/vblk_pt" "${fflags[@]}" "/dev/vblk/$DEV" flush >/tmp/crash-pt.out ||
+			{ cat /tmp/crash-pt.out; return 1; }
 		sha=$(dd if="/dev/$DEV" bs=4096 skip=$((off / 4096)) count=$((len / 4096)) \
 			iflag=direct status=none | sha256sum | cut -d' ' -f1)
 		mark "{\"region\": \"r$r\", \"offset\": $off, \"len\": $len, \"sha256\": \"$sha\"}"

@@ -63,7 +63,9 @@ JOBS
 	for ((d = 0; d < CR_DISKS; d++)); do
 		[[ -s $CR_VM/vm/disk$d.log ]] || fail "no write log of disk $d" || return
 	done
-	echo "==> cr_boot: $(grep -c 'crash-workload: vstor.* files, ' "$CR_VM/vm/output") workloads"
+	d=$(grep -c 'crash-workload: vstor.*, [0-9]* claims, ' "$CR_VM/vm/output")
+	echo "==> cr_boot: $d workloads"
+	((d == CR_DISKS)) || fail "$d workloads ended, want $CR_DISKS"
 }
 
 # crash_replay K: replay disk K's log, and again with writes lost.
@@ -182,7 +184,7 @@ cr_vfs_kill() {
 		pkill -KILL -f -- "qemu-system-x86_64 .*$vm/" || fail "no QEMU to kill after vufsd" || return
 		;;
 	vmm)
-		pid=$(pgrep -o -f -- "qemu-system-x86_64 .*$vm/") || fail "no QEMU for $vm" || return
+		pid=$(pgrep -f -- "^[^ ]*qemu-system-x86_64 .*$vm/") || fail "no QEMU for $vm" || return
 		kill -KILL "$pid"
 		echo "QEMU ($pid) killed after $n rounds"
 		;;
