@@ -94,14 +94,19 @@ write_file() {
 	fi
 }
 
-# job SERIAL FILES [STEP...]
-job() {
-	local serial=$1 files=$2 s i f mnt=/tmp/crash-mnt claim=0
-	local -A steps=()
-	shift 2
+# parse_steps STEP...: fill the caller's associative array steps.
+parse_steps() {
+	local s
 	for s in "$@"; do
 		steps[${s%%:*}]=${s#*:}
 	done
+}
+
+# job SERIAL FILES [STEP...]
+job() {
+	local serial=$1 files=$2 i f mnt=/tmp/crash-mnt claim=0
+	local -A steps=()
+	parse_steps "${@:3}"
 	find_disk "$serial" || return
 
 	# claim_file NAME: its content is durable now.
@@ -137,12 +142,9 @@ job() {
 
 # rawjob SERIAL ROUNDS [STEP...]
 rawjob() {
-	local serial=$1 rounds=$2 s i r off len flags fflags claim=0 sha
+	local serial=$1 rounds=$2 i r off len flags fflags claim=0 sha
 	local -A steps=()
-	shift 2
-	for s in "$@"; do
-		steps[${s%%:*}]=${s#*:}
-	done
+	parse_steps "${@:3}"
 	find_disk "$serial" || return
 	mark '{"begin": true, "raw": true}'
 	step 0

@@ -430,20 +430,35 @@ rp_check_cache() {
 	fi
 }
 
+# rp_wce_ready DISK QDEV: DISK's cache_type is writable (the device offered
+# VIRTIO_BLK_F_CONFIG_WCE) and QEMU's device QDEV caches writes, as booted.
+rp_wce_ready() {
+	local c
+	[[ $(stat -c %a "/sys/block/$1/cache_type") == 644 ]] || fail "no writable cache_type: the device did not offer VIRTIO_BLK_F_CONFIG_WCE" || return
+	read -r c _ < <(rp_qemu_cache "$2") || fail "QMP query-block" || return
+	expect_eq "QEMU's cache at boot" "$c" 1
+}
+
+# rp_set_cache DISK QDEV MODE: write MODE to DISK's cache_type; QEMU's
+# device QDEV must then cache writes only in write back.
+rp_set_cache() {
+	local c want=0
+	[[ $3 == "write back" ]] && want=1
+	expect_eq "set $3" "$(sysfs_write "/sys/block/$1/cache_type" "$3")" OK || return
+	read -r c _ < <(rp_qemu_cache "$2") || fail "QMP query-block" || return
+	expect_eq "QEMU's cache after '$3'" "$c" "$want"
+}
+
 desc_repoll_wce_kept="the cache mode set through cache_type survives a poll-queue change, which resets the device (QEMU's reset restores the mode it started with): after write through and a change, QEMU caches no writes; after write back and a change, fsync'd writes reach QEMU as flushes (fio --fsync=1: at least half of 64)"
 repoll_wce_kept() {
-	local d mode want c0
+	local d mode want
 	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
-	[[ $(stat -c %a "/sys/block/$d/cache_type") == 644 ]] || fail "no writable cache_type: the device did not offer VIRTIO_BLK_F_CONFIG_WCE" || return
-	read -r c0 _ < <(rp_qemu_cache vdisk1) || fail "QMP query-block" || return
-	expect_eq "QEMU's cache at boot" "$c0" 1 || return
+	rp_wce_ready "$d" vdisk1 || return
 	rp_set "$d" 0 2 || return
 	for mode in "write through" "write back"; do
 		want=0
 		[[ $mode == "write back" ]] && want=1
-		expect_eq "set $mode" "$(sysfs_write "/sys/block/$d/cache_type" "$mode")" OK || return
-		read -r c0 _ < <(rp_qemu_cache vdisk1) || return
-		expect_eq "QEMU's cache after '$mode'" "$c0" "$want" || return
+		rp_set_cache "$d" vdisk1 "$mode" || return
 		rp_set "$d" 1 2 || return
 		rp_check_cache "$d" vdisk1 "$mode" "a change" || return
 		rp_set "$d" 0 2 || return
@@ -514,21 +529,15 @@ rp_pci_reset() {
 
 desc_repoll_pci_reset="a PCI reset of the disk (virtio's reset_prepare and reset_done around a bus reset; QEMU's reset restores the cache mode it started with) keeps what the guest set: write through and write back, each checked by QEMU's mode and the flushes of 64 fsync'd writes, and the poll queues; polled I/O verifies after each reset"
 repoll_pci_reset() {
-	local d pci rc mode c0 want
+	local d pci rc mode
 	d=$(disk_by_serial vstor2) || fail "no vstor2" || return
 	pci=$(rp_reset_dev "$d")
 	rc=$?
 	((rc == 0)) || { echo "$pci"; return $rc; }
-	[[ $(stat -c %a "/sys/block/$d/cache_type") == 644 ]] || fail "no writable cache_type: the device did not offer VIRTIO_BLK_F_CONFIG_WCE" || return
-	read -r c0 _ < <(rp_qemu_cache vdisk2) || fail "QMP query-block" || return
-	expect_eq "QEMU's cache at boot" "$c0" 1 || return
+	rp_wce_ready "$d" vdisk2 || return
 	rp_set "$d" 1 2 || return
 	for mode in "write through" "write back"; do
-		want=0
-		[[ $mode == "write back" ]] && want=1
-		expect_eq "set $mode" "$(sysfs_write "/sys/block/$d/cache_type" "$mode")" OK || return
-		read -r c0 _ < <(rp_qemu_cache vdisk2) || return
-		expect_eq "QEMU's cache after '$mode'" "$c0" "$want" || return
+		rp_set_cache "$d" vdisk2 "$mode" || return
 		rp_pci_reset "$pci" || return
 		expect_types "$d" 1 1 || return
 		expect_eq "num_poll_queues after the reset" "$(cat "$(rp_attr "$d")")" 1 || return
