@@ -53,16 +53,13 @@
 # anything fails.
 set -euo pipefail
 FS_MB=48
-TOOLS=${TOOLS:-$(cd "$(dirname "$0")/../.." && pwd)/build/tools}
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=lib.sh
+. "$TOP/tests/guest/lib.sh"
 
 # find_disk SERIAL: set and export DEV, the disk with that serial.
 find_disk() {
-	local b
-	DEV=""
-	for b in /sys/block/vd*; do
-		[[ $(cat "$b/serial" 2>/dev/null) == "$1" ]] && DEV=${b##*/}
-	done
-	[[ -n $DEV ]] || { echo "no disk with serial $1"; return 1; }
+	DEV=$(disk_by_serial "$1") || { echo "no disk with serial $1"; return 1; }
 	export DEV
 }
 
@@ -172,23 +169,12 @@ rawjob() {
 
 # vhostjob SERIAL ROUNDS
 vhostjob() {
-	local serial=$1 rounds=$2 top rc=0 pid
-	top=$(cd "$(dirname "$0")/../.." && pwd)
+	local serial=$1 rounds=$2 rc=0
 	find_disk "$serial" || return
 	[[ -e /dev/vhost-blk ]] || { echo "no /dev/vhost-blk (vhost_blk not loaded)"; return 1; }
-	rm -f /tmp/crash-br.sock
-	"$TOOLS/vhost-blk-bridge" --socket /tmp/crash-br.sock --backend "/dev/$DEV" \
-		--queues 2 2>/tmp/crash-br.log &
-	pid=$!
-	for _ in $(seq 100); do
-		[[ -S /tmp/crash-br.sock ]] && break
-		sleep 0.1
-	done
-	timeout -k 5 600 /usr/bin/python3 "$top/tests/tools/vub_test.py" --socket /tmp/crash-br.sock \
-		--pid "$pid" --scenario crash --crash-rounds "$rounds" \
-		--claim-block $((FS_MB * 256)) || rc=$?
-	kill -TERM "$pid"
-	wait "$pid" || { echo "the bridge exited $? on SIGTERM:"; tail -n 5 /tmp/crash-br.log; rc=1; }
+	br_start crash-br --backend "/dev/$DEV" --queues 2 || return
+	vub --scenario crash --crash-rounds "$rounds" --claim-block $((FS_MB * 256)) || rc=1
+	br_stop || rc=1
 	((rc == 0)) || return 1
 	echo "crash-workload: $serial (/dev/$DEV): vhost-blk, $rounds rounds with FLUSH and $rounds write-through, $((16 * rounds + 1)) claims, 0 poll queues"
 }

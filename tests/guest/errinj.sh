@@ -207,13 +207,6 @@ ei_hmp() {
 	[[ $r == *'"return": ""'* ]] || fail "HMP $1: $r"
 }
 
-# ei_throttle IOPS: limit vstor0 (QEMU device vdisk0) to IOPS requests per
-# second; 0 lifts the limit.
-ei_throttle() {
-	host_qmp '{"execute": "block_set_io_throttle", "arguments": {"id": "/machine/peripheral/vdisk0/virtio-backend",
-		"bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": '"$1"', "iops_rd": 0, "iops_wr": 0}}' >/dev/null ||
-		fail "QMP block_set_io_throttle $1 refused"
-}
 
 desc_ei_node_hold="vstor0's block node holds I/O while the VM runs: one write held at a blkdebug breakpoint for 3 s (QMP human-monitor-command qemu-io break/resume) while a fio verify job elsewhere completes, then the write completes with its data; then the node throttled to 1 IOPS for 3 s under fio verify at QD16 and released: every I/O completes, the data verifies, nothing leaks"
 ei_node_hold() {
@@ -243,10 +236,10 @@ ei_node_hold() {
 		--rw=randwrite --bs=4k --iodepth=16 --offset=216M --size=8M --loops=20 --verify=crc32c >/dev/null &
 	fpid=$!
 	sleep 1
-	ei_throttle 1 || { wait $fpid; return; }
+	qemu_throttle vdisk0 1 || { wait $fpid; return; }
 	sleep 3
 	r=$(awk '{ print $1 + $2 }' "/sys/block/$d/inflight")
-	ei_throttle 0 || { wait $fpid; return; }
+	qemu_throttle vdisk0 0 || { wait $fpid; return; }
 	note "$r requests in flight at the throttled node"
 	wait $fpid || fail "fio verify across the throttle failed" || return
 	((r > 1)) || fail "only $r requests were waiting at the throttled node" || return

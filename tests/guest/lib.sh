@@ -145,6 +145,14 @@ host_qmp() {
 	fail "no reply from the host to QMP $1"
 }
 
+# qemu_throttle QDEV IOPS: limit QEMU's virtio-blk device QDEV (vdiskK) to
+# IOPS requests per second; 0 lifts the limit.
+qemu_throttle() {
+	host_qmp '{"execute": "block_set_io_throttle", "arguments": {"id": "/machine/peripheral/'"$1"'/virtio-backend",
+		"bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": '"$2"', "iops_rd": 0, "iops_wr": 0}}' >/dev/null ||
+		fail "QMP block_set_io_throttle $2 on $1 refused"
+}
+
 # sysfs_write_loop PATH VALUE...: write the values in turn, forever, one
 # write(2) each, printing OK or the errno name per write; stops when killed
 # or when PATH is gone for good. One process, so killing it leaves no writer

@@ -214,11 +214,7 @@ repoll_concurrent_writers() {
 
 # rp_throttle IOPS: limit vstor1 (QEMU device vdisk1) to IOPS requests per
 # second; 0 lifts the limit.
-rp_throttle() {
-	host_qmp '{"execute": "block_set_io_throttle", "arguments": {"id": "/machine/peripheral/vdisk1/virtio-backend",
-		"bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": '"$1"', "iops_rd": 0, "iops_wr": 0}}' >/dev/null ||
-		fail "QMP block_set_io_throttle $1 refused"
-}
+rp_throttle() { qemu_throttle vdisk1 "$1"; }
 
 # rp_gone PID SECS: PID has exited within SECS seconds.
 rp_gone() {
@@ -507,19 +503,19 @@ repoll_info_during_change() {
 	rp_set "$d" 0 2
 }
 
-# rp_reset_dev DISK: the PCI function under DISK, if this kernel can reset a
-# bound virtio device (virtio-pci's reset_prepare/reset_done, which 6.12
-# lacks: there a reset under the driver leaves it without virtqueues) and the
-# function can be reset by a secondary bus reset; skips otherwise.
-rp_reset_dev() {
-	local pci
+# rp_reset_target: set RP_DISK to vstor2's disk and RP_PCI to the PCI
+# function under it, if this kernel can reset a bound virtio device
+# (virtio-pci's reset_prepare/reset_done, which 6.12 lacks: there a reset
+# under the driver leaves it without virtqueues) and the function can be
+# reset by a secondary bus reset; skips (status 4) otherwise.
+rp_reset_target() {
+	RP_DISK=$(disk_by_serial vstor2) || fail "no vstor2" || return
 	grep -qw virtio_pci_reset_done /proc/kallsyms ||
 		{ skip "this kernel's virtio-pci has no reset recovery (no virtio_pci_reset_done)"; return; }
-	pci=$(basename "$(dirname "$(readlink -f "/sys/block/$1/device")")")
-	[[ -e /sys/bus/pci/devices/$pci/reset ]] || fail "$1 ($pci) has no PCI reset" || return
-	grep -qw bus "/sys/bus/pci/devices/$pci/reset_method" ||
-		fail "$pci resets by '$(cat "/sys/bus/pci/devices/$pci/reset_method")', not by a bus reset (not alone behind its bridge?)" || return
-	echo "$pci"
+	RP_PCI=$(basename "$(dirname "$(readlink -f "/sys/block/$RP_DISK/device")")")
+	[[ -e /sys/bus/pci/devices/$RP_PCI/reset ]] || fail "$RP_DISK ($RP_PCI) has no PCI reset" || return
+	grep -qw bus "/sys/bus/pci/devices/$RP_PCI/reset_method" ||
+		fail "$RP_PCI resets by '$(cat "/sys/bus/pci/devices/$RP_PCI/reset_method")', not by a bus reset (not alone behind its bridge?)"
 }
 
 # rp_pci_reset PCI: reset the function; fail unless the write succeeds.
@@ -529,11 +525,9 @@ rp_pci_reset() {
 
 desc_repoll_pci_reset="a PCI reset of the disk (virtio's reset_prepare and reset_done around a bus reset; QEMU's reset restores the cache mode it started with) keeps what the guest set: write through and write back, each checked by QEMU's mode and the flushes of 64 fsync'd writes, and the poll queues; polled I/O verifies after each reset"
 repoll_pci_reset() {
-	local d pci rc mode
-	d=$(disk_by_serial vstor2) || fail "no vstor2" || return
-	pci=$(rp_reset_dev "$d")
-	rc=$?
-	((rc == 0)) || { echo "$pci"; return $rc; }
+	local d pci mode
+	rp_reset_target || return
+	d=$RP_DISK pci=$RP_PCI
 	rp_wce_ready "$d" vdisk2 || return
 	rp_set "$d" 1 2 || return
 	for mode in "write through" "write back"; do
@@ -570,11 +564,9 @@ rp_pt_verify() {
 
 desc_repoll_pci_reset_polled="polled I/O across PCI resets (five resets a second apart) from two loops of jobs: hipri fio verify and polled passthrough writes read back (IOPOLL rings, whose submitters poll requests sent between reset_prepare and reset_done, which wait unsent while the disk has no virtqueues): every job verifies, no kernel report"
 repoll_pci_reset_polled() {
-	local d pci rc p1 p2 i n1 n2
-	d=$(disk_by_serial vstor2) || fail "no vstor2" || return
-	pci=$(rp_reset_dev "$d")
-	rc=$?
-	((rc == 0)) || { echo "$pci"; return $rc; }
+	local d pci p1 p2 i n1 n2
+	rp_reset_target || return
+	d=$RP_DISK pci=$RP_PCI
 	rp_set "$d" 1 2 || return
 	rp_poll_loop rpf quick_verify "$d" 1 &
 	p1=$!
@@ -604,11 +596,9 @@ repoll_pci_reset_polled() {
 
 desc_repoll_pci_reset_race="poll-queue changes racing PCI resets: each change succeeds or, between reset_prepare and reset_done, gets EBUSY; the layout read back matches the last accepted value and the disk works"
 repoll_pci_reset_race() {
-	local d pci rc pid i a codes n
-	d=$(disk_by_serial vstor2) || fail "no vstor2" || return
-	pci=$(rp_reset_dev "$d")
-	rc=$?
-	((rc == 0)) || { echo "$pci"; return $rc; }
+	local d pci pid i a codes n
+	rp_reset_target || return
+	d=$RP_DISK pci=$RP_PCI
 	a=$(rp_attr "$d")
 	sysfs_write_loop "$a" 1 0 >/tmp/rr2.out 2>&1 &
 	pid=$!
