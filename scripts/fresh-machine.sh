@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Prove that the README's two commands work on a fresh Debian 12 machine:
-# build a throwaway bookworm root with mmdebstrap --variant=minbase (apt
-# sources as on a standard install: bookworm, bookworm-updates and
-# bookworm-security, main, no deb-src), make it a mount point of its own
+# Prove that the README's two commands work on a fresh Debian 12 (or, with
+# --release trixie, Debian 13) machine: build a throwaway root of that
+# release with mmdebstrap --variant=minbase (apt sources as on a standard
+# install: RELEASE, RELEASE-updates and RELEASE-security, main, no deb-src), make it a mount point of its own
 # (a private bind mount on itself), bind /proc and /sys into it, give
 # it a /dev of its own (the few device nodes a Debian system and QEMU use,
 # so that nothing run in the root can change the host's), copy
@@ -11,7 +11,7 @@
 # `bash .ci/run` (what CI runs: make test) and `make demo`, cold, then both
 # again, warm. Each run is timed and logged; a table sums up.
 #
-# As root on a Debian 12 host. Host side effects: installs mmdebstrap when
+# As root on a Debian host (12 here; mmdebstrap builds either release). Host side effects: installs mmdebstrap when
 # missing; the root (181 MB bare, 1.5 GB after setup.sh and build-fio.sh,
 # several GB after the runs) and the logs, both under /var/tmp by default.
 # Everything mounted under the root is unmounted on exit, failure and
@@ -24,7 +24,8 @@ set -euo pipefail
 usage() {
 	cat <<EOF
 usage: $0 [options]
-  --root DIR        the throwaway root (default /var/tmp/vstor-fresh); a
+  --release NAME    bookworm (Debian 12, the default) or trixie (Debian 13)
+  --root DIR        the throwaway root (default /var/tmp/vstor-fresh-NAME); a
                     non-empty DIR is refused unless --reuse
   --reuse           use the root DIR made by an earlier run (the clone is
                     moved to the commit, build/ is kept)
@@ -48,7 +49,8 @@ warm). Exits non-zero if any command failed.
 EOF
 }
 
-ROOT=/var/tmp/vstor-fresh
+RELEASE=bookworm
+ROOT=""
 LOGS=/var/tmp/vstor-fresh-logs/$(date +%Y%m%d-%H%M%S)
 COMMIT=HEAD
 REUSE=0 DELETE=0 REMOVE_ONLY=0 QUIET=0
@@ -66,6 +68,11 @@ CLONE=/root/vstor                 # the clone, inside the root
 while (($#)); do
 	case $1 in
 	--root) ROOT=${2:?--root needs a directory}; shift ;;
+	--release)
+		RELEASE=${2:?--release needs bookworm or trixie}
+		[[ $RELEASE == bookworm || $RELEASE == trixie ]] ||
+			die "--release $RELEASE: bookworm or trixie"
+		shift ;;
 	--reuse) REUSE=1 ;;
 	--commit) COMMIT=${2:?--commit needs a revision}; shift ;;
 	--logs) LOGS=${2:?--logs needs a directory}; shift ;;
@@ -88,6 +95,7 @@ while (($#)); do
 done
 
 [[ $(id -u) -eq 0 ]] || die "run as root (mmdebstrap, mount, chroot)"
+ROOT=${ROOT:-/var/tmp/vstor-fresh-$RELEASE}
 [[ $ROOT != *[[:space:]*?\[\]\\]* ]] || die "the root's path must not contain blanks or *?[]\\: $ROOT"
 ROOT=$(realpath -m -- "$ROOT")
 [[ $ROOT == /*/* ]] || die "refusing $ROOT as the root: give a directory at least two levels down"
@@ -232,28 +240,28 @@ if ((new_root)); then
 			die "could not install mmdebstrap"
 		}
 	fi
-	log "creating a bookworm minbase root in $ROOT with mmdebstrap (a minute or two; log: $LOGS/mmdebstrap.log)"
+	log "creating a $RELEASE minbase root in $ROOT with mmdebstrap (a few minutes; log: $LOGS/mmdebstrap.log)"
 	mkdir -p "$ROOT"
 	touch "$ROOT/$MARK"
 	t0=$EPOCHREALTIME
-	mmdebstrap --variant=minbase --skip=check/empty bookworm "$ROOT" \
+	mmdebstrap --variant=minbase --skip=check/empty "$RELEASE" "$ROOT" \
 		>"$LOGS/mmdebstrap.log" 2>&1 || {
 		tail -n 20 "$LOGS/mmdebstrap.log" >&2
 		die "mmdebstrap failed (log: $LOGS/mmdebstrap.log)"
 	}
 	log "mmdebstrap took $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f s", b - a }')"
-	# The apt sources of a standard Debian 12 (cloud or container) install.
+	# The apt sources of a standard (cloud or container) install.
 	rm -f "$ROOT/etc/apt/sources.list" "$ROOT"/etc/apt/sources.list.d/*
-	cat >"$ROOT/etc/apt/sources.list.d/debian.sources" <<'EOF'
+	cat >"$ROOT/etc/apt/sources.list.d/debian.sources" <<EOF
 Types: deb
 URIs: http://deb.debian.org/debian
-Suites: bookworm bookworm-updates
+Suites: $RELEASE $RELEASE-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 
 Types: deb
 URIs: http://deb.debian.org/debian-security
-Suites: bookworm-security
+Suites: $RELEASE-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Install everything the project needs on Debian 12, as root. Idempotent:
-# does nothing when all packages are already present.
+# Install everything the project needs on Debian 12 (bookworm) or Debian 13
+# (trixie), as root. Idempotent: does nothing when all packages are already
+# present. The release is read from /etc/os-release; on another one setup
+# says so and tries Debian 13's list.
 # With KBASE=mainline the base is linux-source-7.3, which Debian ships in
 # trixie-backports: its /usr/src tarball is used when the package is
 # installed; otherwise the package is fetched from that suite with a
@@ -42,6 +44,22 @@ PKGS=(
 	dbench stress-ng attr
 	shellcheck python3-matplotlib sparse libseccomp-dev
 )
+# What differs by release. Debian 12's QEMU 7.2 ships the C virtiofsd
+# (/usr/lib/qemu/virtiofsd); from QEMU 8 on it is the Rust virtiofsd, a
+# package of its own in Debian 13 (/usr/libexec/virtiofsd). Debian 12 has
+# linux-source-6.12 in bookworm-security only, Debian 13 in trixie itself.
+# shellcheck disable=SC1091 # the host's
+codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+pretty=$(. /etc/os-release && echo "${PRETTY_NAME:-unknown}")
+case $codename in
+bookworm) security_suite=bookworm-security ;;
+trixie) PKGS+=(virtiofsd) security_suite="" ;;
+*)
+	log "warning: setup.sh knows Debian 12 (bookworm) and Debian 13 (trixie); this is $pretty.
+Trying Debian 13's packages: apt-get names any that this release lacks."
+	PKGS+=(virtiofsd) security_suite=""
+	;;
+esac
 # The 6.12 base comes from the host's own apt sources.
 [[ -n $BASE_SUITE ]] || PKGS=("$BASE_PKG" "${PKGS[@]}")
 
@@ -60,20 +78,23 @@ if ((${#missing[@]})); then
 	log "installing: ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q
-	# Debian 12 ships linux-source-6.12 from the security archive only.
 	cand=$(apt-cache policy "$BASE_PKG" | awk '$1 == "Candidate:" { print $2 }')
 	if [[ " ${missing[*]} " == *" $BASE_PKG "* && ${cand:-(none)} == "(none)" ]]; then
-		die "$BASE_PKG is in none of the configured apt sources: Debian 12 ships it
-from bookworm-security (main). Add the security archive, for instance this
-stanza in /etc/apt/sources.list.d/debian.sources:
+		if [[ -n $security_suite ]]; then
+			die "$BASE_PKG is in none of the configured apt sources: $pretty ships it
+from $security_suite (main) only. Add the security archive, for instance
+this stanza in /etc/apt/sources.list.d/debian.sources:
   Types: deb
   URIs: http://deb.debian.org/debian-security
-  Suites: bookworm-security
+  Suites: $security_suite
   Components: main
   Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 or this line in /etc/apt/sources.list:
-  deb http://deb.debian.org/debian-security bookworm-security main
+  deb http://deb.debian.org/debian-security $security_suite main
 then rerun."
+		fi
+		die "$BASE_PKG is in none of the configured apt sources of $pretty.
+Debian 13 (trixie) has it in main; Debian 12 in bookworm-security."
 	fi
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
