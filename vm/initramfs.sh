@@ -88,7 +88,7 @@ KMOD_LINKS=(modprobe insmod rmmod lsmod modinfo depmod)
 # Python modules the guest scripts import (tests/guest/lib.sh).
 PY_IMPORTS="json, errno, os, sys"
 # Scripts of this checkout run in a second-level guest.
-SCRIPTS=(vm/guest-init.sh tests/guest/inner-blk.sh tests/guest/lib.sh
+SCRIPTS=(vm/guest-init.sh tests/guest/inner-blk.sh tests/guest/claims.sh tests/guest/lib.sh
 	bench/guest/bridge-inner.sh)
 BUSYBOX=/usr/bin/busybox
 

@@ -6,8 +6,8 @@
 #   crash-workload.sh JOBS
 #
 # JOBS is a bash file of lines "job SERIAL FILES [STEP...]" and
-# "rawjob SERIAL ROUNDS [STEP...]", "vhostjob SERIAL ROUNDS" and
-# "fsjob TAG FILES", run in order.
+# "rawjob SERIAL ROUNDS [STEP...]", "vhostjob SERIAL ROUNDS", "nestjob
+# SERIAL SERIAL2 ROUNDS INITRAMFS" and "fsjob TAG FILES", run in order.
 # A job makes an ext4 file system on the first FS_MB MiB of the disk with
 # serial SERIAL, mounts it and writes FILES files of 4-200 KiB of random
 # data. Each file is written and fsync'd (and its directory), and every
@@ -24,11 +24,12 @@
 # Such a job fails on a disk without poll queues (EOPNOTSUPP), so one that
 # ends well went through them.
 #
-# A rawjob writes no file system: each round sends passthrough WRITEs
+# A rawjob writes no file system: round I sends passthrough WRITEs
 # (io_uring uring_cmd on /dev/vblk/DEV, build/tools/vblk_pt, 8 in flight)
-# of a pattern over a random range of 4-64 KiB in one of four 1 MiB
-# regions, then a passthrough FLUSH, reads the range back and claims it:
-# {"region": "rK", "offset": BYTES, "len": BYTES, "sha256": HEX}, after
+# of a pattern over 4-64 KiB at 64 KiB * (I / 4) in 1 MiB region I % 4
+# (no byte is written twice), then a passthrough FLUSH, reads the range
+# back and claims it:
+# {"region": "rK.I", "offset": BYTES, "len": BYTES, "sha256": HEX}, after
 # {"begin": true, "raw": true} at the start. Odd rounds use an IOPOLL ring
 # (the disk needs a poll queue: a step 0), every third registered buffers.
 #
@@ -38,6 +39,15 @@
 # ranges with VIRTIO_BLK_F_FLUSH and a FLUSH after each, then ROUNDS
 # without it (vhost-blk then writes through), and claims each range once
 # the device has made it durable, after a raw begin claim.
+#
+# A nestjob "nestjob SERIAL SERIAL2 ROUNDS INITRAMFS" serves the disk with
+# serial SERIAL through vhost-blk (the bridge) and SERIAL2 the same way
+# with --write-through (no VIRTIO_BLK_F_FLUSH) to a second-level guest:
+# the host's QEMU, vhost-user-blk-pci with 2 queues each, booting our
+# guest kernel from INITRAMFS (vm/initramfs.sh) in this guest. There
+# tests/guest/inner-blk.sh crash writes ROUNDS rounds of 4 ranges on each
+# disk, flushes the first after each round, and claims each range (raw
+# claims, as a rawjob's).
 #
 # An fsjob mounts the virtio-fs share TAG and, until FILES files or until
 # it is killed, writes a new file of 4-200 KiB of random data and appends
@@ -56,6 +66,8 @@ FS_MB=48
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$TOP/tests/guest/lib.sh"
+# shellcheck source=claims.sh
+. "$TOP/tests/guest/claims.sh"
 
 # find_disk SERIAL: set and export DEV, the disk with that serial.
 find_disk() {
@@ -65,9 +77,7 @@ find_disk() {
 
 # mark JSON: write the next claim block (claim, counting, is the caller's).
 mark() {
-	printf 'VSTORMARK1 %s\n' "$1" |
-		dd of="/dev/$DEV" bs=4096 seek=$((FS_MB * 256 + claim)) count=1 \
-			oflag=direct conv=sync,notrunc status=none
+	claim_mark "$DEV" $((FS_MB * 256 + claim)) "$1"
 	claim=$((claim + 1))
 }
 
@@ -142,12 +152,17 @@ rawjob() {
 	local serial=$1 rounds=$2 i r off len flags fflags claim=0 sha
 	local -A steps=()
 	parse_steps "${@:3}"
+	((rounds < 64)) || { echo "rawjob: at most 63 rounds, not $rounds"; return 1; }
 	find_disk "$serial" || return
 	mark '{"begin": true, "raw": true}'
 	step 0
 	for ((i = 1; i <= rounds; i++)); do
+		# Round i writes region i % 4 at 64 KiB * (i / 4), never the
+		# same bytes twice, and claims it as rR.I: every claim is then
+		# checked at every later point, and a later round's writes,
+		# 4 KiB each, cannot leave a claimed range half overwritten.
 		r=$((i % 4))
-		off=$(((r << 20) + (RANDOM % 192) * 4096))
+		off=$(((r << 20) + (i / 4) * 65536))
 		len=$(((RANDOM % 16 + 1) * 4096))
 		flags=()
 		((i % 2)) && flags+=(-P)
@@ -161,7 +176,7 @@ rawjob() {
 			{ cat /tmp/crash-pt.out; return 1; }
 		sha=$(dd if="/dev/$DEV" bs=4096 skip=$((off / 4096)) count=$((len / 4096)) \
 			iflag=direct status=none | sha256sum | cut -d' ' -f1)
-		mark "{\"region\": \"r$r\", \"offset\": $off, \"len\": $len, \"sha256\": \"$sha\"}"
+		mark "{\"region\": \"r$r.$i\", \"offset\": $off, \"len\": $len, \"sha256\": \"$sha\"}"
 		step $i
 	done
 	echo "crash-workload: $serial (/dev/$DEV): $rounds passthrough rounds, $claim claims, $(cat "/sys/block/$DEV/num_poll_queues") poll queues"
@@ -177,6 +192,42 @@ vhostjob() {
 	br_stop || rc=1
 	((rc == 0)) || return 1
 	echo "crash-workload: $serial (/dev/$DEV): vhost-blk, $rounds rounds with FLUSH and $rounds write-through, $((16 * rounds + 1)) claims, 0 poll queues"
+}
+
+# nestjob SERIAL SERIAL2 ROUNDS INITRAMFS
+nestjob() {
+	local rounds=$3 vm=/run/vstor/crash-nest dev1 dev2 pid1 sock1 log1 rc=0
+	find_disk "$1" || return
+	dev1=$DEV
+	find_disk "$2" || return
+	dev2=$DEV
+	[[ -e /dev/vhost-blk ]] || { echo "no /dev/vhost-blk (vhost_blk not loaded)"; return 1; }
+	br_start crash-nest1 --backend "/dev/$dev1" --queues 2 --serial nest-flush || return
+	pid1=$BR_PID sock1=$BR_SOCK log1=$BR_LOG
+	if br_start crash-nest2 --backend "/dev/$dev2" --queues 2 --serial nest-wt --write-through; then
+		rm -rf "$vm"
+		mkdir -p "$vm"
+		"$TOP/vm/vm.sh" --keep "$vm" --initramfs "$4" --minimal --cpus 2 --mem 512M \
+			--shared-mem --no-disk --timeout 600 \
+			--qemu -chardev --qemu "socket,id=vb0,path=$sock1" \
+			--qemu -device --qemu "vhost-user-blk-pci,chardev=vb0,num-queues=2" \
+			--qemu -chardev --qemu "socket,id=vb1,path=$BR_SOCK" \
+			--qemu -device --qemu "vhost-user-blk-pci,chardev=vb1,num-queues=2" \
+			-- "$TOP/tests/guest/inner-blk.sh" crash "$rounds" $((FS_MB * 256)) \
+			>"$vm/vm.out" 2>&1 || rc=$?
+		grep '^inner: crash' "$vm/output" 2>/dev/null
+		br_stop || rc=1
+	else
+		rc=1
+	fi
+	BR_PID=$pid1 BR_SOCK=$sock1 BR_LOG=$log1 br_stop || rc=1
+	if ((rc != 0)); then
+		echo "the second-level guest exited $rc; its logs are crash-nest in this run's directory"
+		tail -n 15 "$vm/vm.out" "$vm/output" 2>/dev/null
+		return 1
+	fi
+	echo "crash-workload: $1 (/dev/$dev1): vhost-blk with FLUSH to a second-level guest, $rounds rounds, $((4 * rounds + 1)) claims, 0 poll queues"
+	echo "crash-workload: $2 (/dev/$dev2): vhost-blk write-through to a second-level guest, $rounds rounds, $((4 * rounds + 1)) claims, 0 poll queues"
 }
 
 # fsjob TAG FILES

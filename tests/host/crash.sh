@@ -1,5 +1,5 @@
 # Power loss at every flush point (issue 32). cr_boot boots one guest with
-# five disks whose writes QEMU's blklogwrites records (vm/vm.sh --disk
+# eight disks whose writes QEMU's blklogwrites records (vm/vm.sh --disk
 # file:...,logwrites) and runs tests/guest/crash-workload.sh on each (ext4,
 # files written, fsync'd and replaced, a claim on the disk after each
 # fsync; or, on the passthrough disk, ranges written and flushed through
@@ -14,10 +14,10 @@
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
 SUITE_ORDER=95
-SUITE_NEEDS=(kernel tools)
+SUITE_NEEDS=(kernel tools initramfs)
 TESTS=(cr_tool cr_boot cr_irq cr_wt_repoll cr_wb_repoll cr_hipri cr_pt cr_vhost
-	cr_vfs_kill_daemon cr_vfs_kill_vmm)
-timeout_cr_boot=900
+	cr_nest_flush cr_nest_wt cr_vfs_kill_daemon cr_vfs_kill_vmm)
+timeout_cr_boot=1200
 timeout_cr_vfs_kill_daemon=600
 timeout_cr_vfs_kill_vmm=600
 
@@ -25,7 +25,8 @@ CR_MB=64
 CR_FILES=12
 CR_ROUNDS=24
 CR_VHOST_ROUNDS=6
-CR_DISKS=6
+CR_NEST_ROUNDS=8
+CR_DISKS=8
 CR_VM=$BUILD/logs/crash-vm-${KBASE:-6.12}
 
 desc_cr_tool="the replay tool on a log made on the host (mkfs.ext4 and debugfs, block by block): it passes at every flush, fails when the second file's writes are lost, and refuses a log that is not one"
@@ -37,7 +38,7 @@ cr_tool() {
 	echo "==> cr_tool: $(head -n 1 <<<"$out")"
 }
 
-desc_cr_boot="one guest, five logged disks (2 queues each, writeback cache), a workload of $CR_FILES files on the first four: vstor0 as is, vstor1 set to write through after file 1 and given a poll queue (a device reset) after file 8, vstor2 given a poll queue after file 8, vstor3 given a poll queue first and written with polled direct I/O; $CR_ROUNDS rounds of passthrough writes and flushes on vstor4, with a poll queue; vstor5 served by vhost-blk to a scripted driver"
+desc_cr_boot="one guest, $CR_DISKS logged disks (2 queues each, writeback cache), a workload of $CR_FILES files on the first four: vstor0 as is, vstor1 set to write through after file 1 and given a poll queue (a device reset) after file 8, vstor2 given a poll queue after file 8, vstor3 given a poll queue first and written with polled direct I/O; $CR_ROUNDS rounds of passthrough writes and flushes on vstor4, with a poll queue; vstor5 served by vhost-blk to a scripted driver; vstor6 and vstor7 served by vhost-blk (with FLUSH, and write-through) to a second-level guest"
 cr_boot() {
 	local rc=0 d
 	rm -rf "$CR_VM"
@@ -50,12 +51,13 @@ job vstor2 $CR_FILES '8:echo 1 > /sys/block/\$DEV/num_poll_queues'
 job vstor3 $CR_FILES '0:echo 1 > /sys/block/\$DEV/num_poll_queues; WRITER=hipri'
 rawjob vstor4 $CR_ROUNDS '0:echo 1 > /sys/block/\$DEV/num_poll_queues'
 vhostjob vstor5 $CR_VHOST_ROUNDS
+nestjob vstor6 vstor7 $CR_NEST_ROUNDS $BUILD/initramfs/nested-${KBASE:-6.12}-guest.cpio
 JOBS
 	local disks=()
 	for ((d = 0; d < CR_DISKS; d++)); do
 		disks+=(--disk "file:size=${CR_MB}M,queues=2,logwrites")
 	done
-	"$TOP/vm/vm.sh" --flavor "${VSTOR_FLAVOR:-guest}" --keep "$CR_VM/vm" --timeout 800 \
+	"$TOP/vm/vm.sh" --flavor "${VSTOR_FLAVOR:-guest}" --keep "$CR_VM/vm" --timeout 1100 \
 		--cpus 2 --modules "virtio_blk vhost_blk" "${disks[@]}" -- \
 		"$TOP/tests/guest/crash-workload.sh" "$CR_VM/jobs" || rc=$?
 	sed 's/^/guest: /' "$CR_VM/vm/output" 2>/dev/null | tail -n 20
@@ -204,6 +206,12 @@ cr_vfs_kill() {
 
 desc_cr_vhost="vstor5, vhost-blk (the bridge and a scripted driver in the guest): $CR_VHOST_ROUNDS rounds of 8 writes on two vrings made durable by a FLUSH, then $CR_VHOST_ROUNDS without VIRTIO_BLK_F_FLUSH (vhost-blk writes through, FUA): every claimed range intact at each flush and between"
 cr_vhost() { crash_replay 5; }
+
+desc_cr_nest_flush="vstor6, vhost-blk to a second-level guest (the bridge, QEMU's vhost-user-blk-pci, our guest kernel): $CR_NEST_ROUNDS rounds of 4 concurrent direct writes, each round made durable by an fsync of the disk (VIRTIO_BLK_F_FLUSH, a write-back cache in the guest): every claimed range intact at each flush and between"
+cr_nest_flush() { crash_replay 6; }
+
+desc_cr_nest_wt="vstor7, as vstor6 with the bridge's --write-through (no VIRTIO_BLK_F_FLUSH, a write-through disk in the guest, which never flushes): every range claimed once its write completed is intact at each flush and between"
+cr_nest_wt() { crash_replay 7; }
 
 desc_cr_vfs_kill_daemon="virtio-fs: files and a journal fsync'd through vufsd (2 queues), then vufsd SIGKILLed mid-workload (and QEMU after it): every claimed file and journal prefix is in the shared directory"
 cr_vfs_kill_daemon() { cr_vfs_kill daemon; }

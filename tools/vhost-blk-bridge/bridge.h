@@ -61,6 +61,7 @@ struct bridge {
 	unsigned int queues;
 	bool worker_per_queue;
 	bool readonly;
+	bool write_through;		/* offer no VIRTIO_BLK_F_FLUSH */
 	bool verbose;
 	unsigned int seg_max;
 	unsigned int busy_poll;		/* vhost-blk's busy-polling window, 0: off */

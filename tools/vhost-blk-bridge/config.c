@@ -59,6 +59,9 @@ uint64_t offered_features(const struct bridge *b)
 	}
 	if (!b->discard)
 		f &= ~(1ULL << VIRTIO_BLK_F_DISCARD);
+	/* Without it the guest never flushes and vhost-blk writes through. */
+	if (b->write_through)
+		f &= ~(1ULL << VIRTIO_BLK_F_FLUSH);
 	return f;
 }
 

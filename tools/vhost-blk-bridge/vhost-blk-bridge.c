@@ -539,6 +539,9 @@ static void usage(FILE *f)
 "  -w, --workers MODE    per-queue (default): a vhost worker thread per queue;\n"
 "                        one: all queues on one worker\n"
 "  -r, --readonly        serve the backend read-only (VIRTIO_BLK_F_RO)\n"
+"      --write-through   offer no VIRTIO_BLK_F_FLUSH: the guest sees a disk\n"
+"                        without a write cache, and vhost-blk makes each write\n"
+"                        durable before it completes (FUA, or a flush after it)\n"
 "      --serial STR      what the guest reads as the disk's serial (20 bytes)\n"
 "      --seg-max N       segments per request the guest may use (default 126:\n"
 "                        must be at most the vring size minus 2)\n"
@@ -591,6 +594,7 @@ int main(int argc, char **argv)
 		{ "queues", required_argument, NULL, 'q' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "readonly", no_argument, NULL, 'r' },
+		{ "write-through", no_argument, NULL, 'W' },
 		{ "serial", required_argument, NULL, 'S' },
 		{ "seg-max", required_argument, NULL, 'm' },
 		{ "busy-poll", required_argument, NULL, 'P' },
@@ -656,6 +660,9 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			b->readonly = true;
+			break;
+		case 'W':
+			b->write_through = true;
 			break;
 		case 'S':
 			if (strlen(optarg) > sizeof(b->serial)) {
@@ -755,8 +762,9 @@ int main(int argc, char **argv)
 	/* Last: the set-up above made calls the filter does not allow. */
 	if (b->sandboxed && b->seccomp && sandbox_seccomp(b->seccomp == 1))
 		return 1;
-	logmsg("serving %s (%" PRIu64 " bytes, %u-byte blocks%s) on %s, %u queue(s), %s",
+	logmsg("serving %s (%" PRIu64 " bytes, %u-byte blocks%s%s) on %s, %u queue(s), %s",
 	       b->backend_path, b->size, b->lbs, b->readonly ? ", read-only" : "",
+	       b->write_through ? ", write-through" : "",
 	       b->socket_path, b->queues,
 	       b->worker_per_queue ? "a worker per queue" : "one worker");
 	write_stats(b);
