@@ -42,6 +42,12 @@ PATCHES=${PATCHES:-$TOP/kernel/$KBASE} # the series (tests point it at a scratch
 PATCHES_REL=${PATCHES#"$TOP"/}
 CONFIGS=$TOP/kernel/configs
 
+# virtio-fs's reference daemon, vufsd's peer: the Rust virtiofsd (Debian
+# 13's package virtiofsd) where installed, else QEMU 7.2's C virtiofsd
+# (Debian 12's qemu-system-x86; QEMU 8 dropped it).
+RUST_VIRTIOFSD=/usr/libexec/virtiofsd
+C_VIRTIOFSD=/usr/lib/qemu/virtiofsd
+
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 

@@ -71,7 +71,14 @@
 #                          RUNDIR/fs-T.log (killpriv: virtiofsd with
 #                          -o killpriv_v2; acl: POSIX ACLs, vufsd
 #                          --posix-acl, virtiofsd -o posix_acl; bin: another
-#                          vufsd binary, e.g. an older one to compare). After the guest powers off each
+#                          vufsd binary, e.g. an older one to compare).
+#                          daemon=virtiofsd is the release's: the Rust
+#                          virtiofsd (Debian 13's package virtiofsd,
+#                          /usr/libexec/virtiofsd; threads=K: its
+#                          --thread-pool-size, default 0, no pool) if
+#                          installed, else QEMU 7.2's C one
+#                          (/usr/lib/qemu/virtiofsd, Debian 12); one request
+#                          queue either way. After the guest powers off each
 #                          daemon gets SIGTERM; one that does not exit 0 fails
 #                          the run (exit 126 when the command succeeded).
 #   --append ARGS          extra kernel command line
@@ -370,7 +377,7 @@ done
 # virtio-fs devices, each with its daemon on the host.
 k=0
 for spec in "${vfs[@]}"; do
-	tag="" queues=1 daemon=vufsd poll=0 threads=1 dir="" vdopts=() cache=auto vuopts=() vubin=""
+	tag="" queues=1 daemon=vufsd poll=0 threads="" dir="" vdopts=() cache=auto vuopts=() vubin=""
 	IFS=, read -ra kv <<<"$spec"
 	for o in "${kv[@]}"; do
 		case $o in
@@ -406,14 +413,28 @@ for spec in "${vfs[@]}"; do
 		# --xattr as virtiofsd's -o xattr below (user.* names only).
 		"$bin" --socket "$sock" --shared-dir "$dir" --queues "$queues" --xattr \
 			"${vuopts[@]}" \
-			--busy-poll "$poll" --threads "$threads" --stats "$rundir/fs-$tag.stats" \
+			--busy-poll "$poll" --threads "${threads:-1}" --stats "$rundir/fs-$tag.stats" \
 			>"$rundir/fs-$tag.log" 2>&1 &
 		;;
 	virtiofsd)
-		((queues == 1)) || die "QEMU's virtiofsd serves one request queue, not $queues"
-		/usr/lib/qemu/virtiofsd --socket-path="$sock" -o source="$dir" \
-			-o sandbox=chroot -o cache="$cache" -o xattr "${vdopts[@]}" \
-			>"$rundir/fs-$tag.log" 2>&1 &
+		((queues == 1)) || die "virtiofsd serves one request queue, not $queues"
+		if [[ -x $RUST_VIRTIOFSD ]]; then
+			# The same options by their names there (-o is its old syntax).
+			rdopts=()
+			for o in "${vdopts[@]}"; do
+				[[ $o == -o ]] || rdopts+=("--${o//_/-}")
+			done
+			"$RUST_VIRTIOFSD" --socket-path="$sock" --shared-dir="$dir" \
+				--sandbox=chroot --cache="$cache" --xattr "${rdopts[@]}" \
+				--thread-pool-size="${threads:-0}" >"$rundir/fs-$tag.log" 2>&1 &
+		elif [[ -x $C_VIRTIOFSD ]]; then
+			[[ -z $threads ]] || die "threads=$threads: for vufsd and the Rust virtiofsd"
+			"$C_VIRTIOFSD" --socket-path="$sock" -o source="$dir" \
+				-o sandbox=chroot -o cache="$cache" -o xattr "${vdopts[@]}" \
+				>"$rundir/fs-$tag.log" 2>&1 &
+		else
+			die "daemon=virtiofsd: neither $RUST_VIRTIOFSD (Debian 13: apt-get install virtiofsd) nor $C_VIRTIOFSD (Debian 12's qemu-system-x86)"
+		fi
 		;;
 	esac
 	vfs_pids+=($!)
