@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Format bench/bridge.sh results (raw/bridge.csv: one row per fio run in
 the second-level guest; raw/bridge-daemons.json: the bridge's counters) into
-a table of means with bridge (vhost-blk) / QEMU virtio-blk and bridge /
-qemu-storage-daemon IOPS ratios, each with the range of the per-repetition
-ratios (the three disks of one repetition ran back to back).
+a table of means per disk and IOPS ratios: bridge (vhost-blk) / QEMU
+virtio-blk, bridge / qemu-storage-daemon and, where QEMU had
+iothread-vq-mapping, vhost-blk against as many IOThreads as it has workers;
+each with the range of the per-repetition ratios (the disks of one
+repetition ran back to back).
     bridge_table.py RAWDIR"""
 import json
 import os
@@ -21,23 +23,44 @@ def cell(a, b):
     return "x%.2f (%.2f-%.2f) lat x%.2f" % (iops, per[0], per[-1], ratio(a, b, 1)[0])
 
 
+# Ratios shown, where both disks ran: vhost-blk against QEMU's main loop and
+# qemu-storage-daemon, and each vhost-blk worker count against as many
+# IOThreads (iothread-vq-mapping, QEMU >= 9): one, and one per queue.
+PAIRS = (("bridge", "qemu"), ("bridge", "qsd"), ("bridge-w1", "iot1"), ("bridge", "iotN"))
+DISKS = ("bridge", "bridge-w1", "qemu", "iot1", "iotN", "qsd")
+
+
 def table(raw):
     """The table's lines."""
-    order, runs = group_runs(raw_csv(raw, "bridge.csv"), ("rw", "qd"), "disk", VALUES)
+    rows = raw_csv(raw, "bridge.csv")
+    # iot1 and iotN: QEMU's virtio-blk on 1 and on N (the queues) IOThreads.
+    for r in rows:
+        if str(r["disk"]).startswith("iot") and r["disk"] != "iot1":
+            r["disk"] = "iotN"
+    order, runs = group_runs(rows, ("rw", "qd"), "disk", VALUES)
+    disks = [d for d in DISKS if any(k[2] == d for k in runs)]
+    pairs = [p for p in PAIRS if p[0] in disks and p[1] in disks]
     reps = len(next(iter(runs.values())))
-    out = ["second-level guest, 4k, fio io_uring O_DIRECT, mean of %d runs" % reps]
-    hdr = "%-9s %3s | %14s | %14s | %14s | %-29s | %-29s" % (
-        "rw", "QD", "bridge IOPS/us", "qemu IOPS/us", "qsd IOPS/us",
-        "bridge/qemu IOPS (range), lat", "bridge/qsd IOPS (range), lat")
-    hdr = hdr.rstrip()
+    out = ["second-level guest, 4k, fio io_uring O_DIRECT, mean of %d runs; IOPS and "
+           "mean completion latency (us) per disk" % reps]
+    hdr = "%-9s %3s | " % ("rw", "QD") + " | ".join("%14s" % d for d in disks)
     out += [hdr, "-" * len(hdr)]
     for key in order:
-        b, q, s = (runs[key + (k,)] for k in ("bridge", "qemu", "qsd"))
-        out.append(("%-9s %3d | %7.0f %6.0f | %7.0f %6.0f | %7.0f %6.0f | %-29s | %s" % (
-            key + (mean(b, 0), mean(b, 1), mean(q, 0), mean(q, 1), mean(s, 0),
-                   mean(s, 1), cell(b, q), cell(b, s)))).rstrip())
-    out.append("(us = mean completion latency in the second-level guest; in brackets the"
-               " lowest and highest ratio of single repetitions)")
+        cells = []
+        for d in disks:
+            r = runs.get(key + (d,), [])
+            cells.append("%7.0f %6.0f" % (mean(r, 0), mean(r, 1)))
+        out.append("%-9s %3d | " % key + " | ".join(cells))
+    out.append("")
+    out.append("IOPS ratio (lowest-highest of single repetitions), mean latency ratio")
+    hdr = "%-9s %3s | " % ("rw", "QD") + " | ".join("%-29s" % ("%s/%s" % p) for p in pairs)
+    out += [hdr.rstrip(), "-" * len(hdr.rstrip())]
+    for key in order:
+        out.append(("%-9s %3d | " % key + " | ".join(
+            "%-29s" % cell(runs[key + (a,)], runs[key + (b,)]) for a, b in pairs)).rstrip())
+    out.append("(bridge: vhost-blk with a worker per queue, bridge-w1 with one; qemu: QEMU's"
+               " virtio-blk in its main loop; iot1/iotN: on 1 and on one IOThread per queue;"
+               " qsd: qemu-storage-daemon)")
     path = os.path.join(raw, "bridge-daemons.json")
     if os.path.exists(path):
         with open(path) as f:

@@ -374,32 +374,42 @@ def plot_vfslat(raw, plots):
 
 # --- bridge -------------------------------------------------------------
 
-BRIDGE_DISKS = (("bridge", "bridge + vhost-blk"), ("qemu", "QEMU virtio-blk"),
-                ("qsd", "qemu-storage-daemon"))
+BRIDGE_DISKS = (("bridge", "bridge + vhost-blk"), ("bridge-w1", "bridge, one worker"),
+                ("qemu", "QEMU virtio-blk"), ("iot1", "QEMU, 1 IOThread"),
+                ("iotN", "QEMU, IOThread per queue"), ("qsd", "qemu-storage-daemon"))
+BRIDGE_PAIRS = (("bridge", "qemu", "bridge / QEMU virtio-blk"),
+                ("bridge", "qsd", "bridge / qemu-storage-daemon"),
+                ("bridge-w1", "iot1", "one worker / one IOThread"),
+                ("bridge", "iotN", "worker per queue / IOThread per queue"))
 
 
 def plot_bridge(raw, plots):
     rows = raw_csv(raw, "bridge.csv")
+    for r in rows:      # as bridge_table.py: iotN is the IOThread per queue
+        if str(r["disk"]).startswith("iot") and r["disk"] != "iot1":
+            r["disk"] = "iotN"
     _, runs = group_runs(rows, ("rw", "qd"), "disk", ("iops", "lat_mean_us", "lat_p99_us"))
+    present = {k[2] for k in runs}
+    disks = [(d, lab) for d, lab in BRIDGE_DISKS if d in present]
     rws, qds = uniq(rows, "rw"), sorted(uniq(rows, "qd"))
     groups = ["QD %d" % q for q in qds]
     fig, ax = figure(2, len(rws))
     for c, rw in enumerate(rws):
         bars(ax[0][c], groups, [(lab, [span(col(runs, (rw, q, d), 0)) for q in qds])
-                                for d, lab in BRIDGE_DISKS],
+                                for d, lab in disks],
              "IOPS", "%s: IOPS by queue depth" % rw)
         bars(ax[1][c], groups, [(lab, [span([v / 1e3 for v in col(runs, (rw, q, d), 1)]) for q in qds])
-                                for d, lab in BRIDGE_DISKS],
+                                for d, lab in disks],
              "mean latency (ms)", "%s: latency by queue depth" % rw)
     out = [(save(fig, plots, "bridge-iops-latency.png",
-                 "second-level guest, fio io_uring 4k, three disks on one brd device",
+                 "second-level guest, fio io_uring 4k, %d disks on one brd device" % len(disks),
                  reps_note(runs)),
             "bridge: IOPS and mean latency in the second-level guest by queue depth and disk")]
     cells = [(rw, q) for rw in rws for q in qds]
     fig, ax = figure(1, 1, width=8)
     bars(ax[0][0], ["%s QD %d" % cell for cell in cells],
-         [("bridge / QEMU virtio-blk", [ratio_span(runs, cell + ("bridge",), cell + ("qemu",)) for cell in cells]),
-          ("bridge / qemu-storage-daemon", [ratio_span(runs, cell + ("bridge",), cell + ("qsd",)) for cell in cells])],
+         [(lab, [ratio_span(runs, cell + (a,), cell + (b,)) for cell in cells])
+          for a, b, lab in BRIDGE_PAIRS if a in present and b in present],
          "IOPS ratio", "IOPS of the bridge's disk over the others'", hline=1, labels="x%.2f")
     out.append((save(fig, plots, "bridge-ratio.png", "vhost-user-blk bridge + vhost-blk vs the others",
                      ratio_note(runs)),

@@ -71,9 +71,11 @@ BENCHES = {
               "workers and driver per request.",
               "about 18 min"),
     "bridge": ("vhost-user-blk bridge (nested guest)",
-               "A second-level guest's disk served three ways on one brd device in "
+               "A second-level guest's disk served several ways on one brd device in "
                "the first-level guest: the vhost-user-blk bridge handing the data "
-               "path to vhost-blk, QEMU's own virtio-blk, and qemu-storage-daemon; "
+               "path to vhost-blk (a worker per queue, and one worker), QEMU's own "
+               "virtio-blk (in its main loop and, QEMU >= 9, on one IOThread and on "
+               "one per queue with iothread-vq-mapping), and qemu-storage-daemon; "
                "fio io_uring 4k in the second-level guest, disks rotated.",
                "about 15 min"),
     "virtiofs": ("multi-queue virtio-fs",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs in the second-level guest (see bench/bridge.sh): fio on each of the
-# three disks in turn, the order rotating between repetitions, so drift in
-# the shared machine falls on all three alike. One row per fio run in
+# disks in turn, the order rotating between repetitions, so drift in the
+# shared machine falls on all of them alike. One row per fio run in
 # bridge.csv, the fio output in fio/.
 #   bridge-inner.sh RUNTIME REPS "QD..."
 set -euo pipefail
@@ -9,18 +9,24 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 . "$TOP/bench/guest/lib.sh"
 runtime=$1 reps=$2
 read -ra qds <<<"$3"
+# The disks by serial (qemu-storage-daemon's has none): bridge, qemu, qsd
+# always; bridge-w1, iot1 and iotN when bench/guest/bridge.sh added them.
 declare -A disk
 for b in /sys/block/vd*; do
-	case $(cat "$b/serial") in
-	bridge) disk[bridge]=/dev/${b##*/} ;;
-	qemu) disk[qemu]=/dev/${b##*/} ;;
-	*) disk[qsd]=/dev/${b##*/} ;;
-	esac
+	k=$(cat "$b/serial")
+	disk[${k:-qsd}]=/dev/${b##*/}
+done
+order=()
+for k in bridge bridge-w1 qemu "iot1" "iot$(nproc)" qsd; do
+	[[ -n ${disk[$k]:-} ]] || continue
+	[[ " ${order[*]} " == *" $k "* ]] && continue
+	order+=("$k")
+	info "$k: ${disk[$k]} ($(find "/sys/block/${disk[$k]#/dev/}/mq" -mindepth 1 -maxdepth 1 | wc -l) queues)"
 done
 for k in bridge qemu qsd; do
 	[[ -n ${disk[$k]:-} ]] || { echo "no $k disk"; exit 1; }
-	info "$k: ${disk[$k]} ($(find "/sys/block/${disk[$k]#/dev/}/mq" -mindepth 1 -maxdepth 1 | wc -l) queues)"
 done
+((${#order[@]} == ${#disk[@]})) || { echo "unexpected disks: ${!disk[*]}"; exit 1; }
 ncpu=$(nproc)
 
 # run RW QD DISK REP: 4k, one job per vCPU sharing the QD, pinned one per CPU.
@@ -42,7 +48,6 @@ run() {
 }
 
 csv_open bridge.csv rw,qd,disk,rep,iops,lat_mean_us,lat_p99_us,fio_json
-order=(bridge qemu qsd)
 for ((r = 0; r < reps; r++)); do
 	for rw in randread randwrite; do
 		for qd in "${qds[@]}"; do
