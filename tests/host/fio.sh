@@ -75,10 +75,13 @@ regular_file() {
 	return $rc
 }
 
-desc_nvme_unchanged="cmd_type=nvme fails exactly as Debian's fio 3.33 does (/usr/bin/fio)"
+desc_nvme_unchanged="cmd_type=nvme fails exactly as Debian's fio 3.33 does (/usr/bin/fio; skipped where Debian's fio is another version, as Debian 13's 3.39)"
 nvme_unchanged() {
-	local a b f args=(--name=nvme --ioengine=io_uring_cmd --thread --size=1M --rw=randread)
-	expect_eq "Debian's fio" "$(/usr/bin/fio --version 2>&1)" fio-3.33 || return
+	local a b f v args=(--name=nvme --ioengine=io_uring_cmd --thread --size=1M --rw=randread)
+	v=$(/usr/bin/fio --version 2>&1)
+	# Only the same upstream version is a fair reference for unchanged.
+	[[ $v == "$("$FIO" --version)" ]] ||
+		skip "Debian's fio is $v, ours $("$FIO" --version): the comparison needs the same version (Debian 12's)" || return
 	f=$(mktemp)
 	echo data >"$f"
 	for target in /dev/null "$f"; do

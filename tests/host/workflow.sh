@@ -23,7 +23,21 @@ series_cases() {
 
 desc_cover_letters="make cover: a group per template in kernel/cover (io_uring, block, virtio-blk, vhost, the later io_uring fix, interrupt-path batching) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables (on mainline, tables measured on mainline: Documentation/results-mainline.md); the io_uring fixes and the blk-mq batch fix carry Fixes:, the first io_uring fix and the blk-mq fix Cc: stable; every patch is from and signed off by whoever runs it (git config), and a placeholder identity is warned about"
 cover_letters() {
-	local dir=$BUILD/logs/workflow/cover n total=0 g t
+	local dir=$BUILD/logs/workflow/cover n total=0 g t cfg out
+	# A machine with no git identity (a fresh one): make cover must refuse,
+	# since a sign-off is the poster's statement; the rest of the test then
+	# runs as a test poster of its own.
+	if ! git -C "$KSRC" config user.email >/dev/null; then
+		if out=$("$TOP/scripts/cover-letters.sh" "$dir" 2>&1); then
+			fail "cover-letters.sh made patches with no git identity"
+			return
+		fi
+		grep -q "no git identity" <<<"$out" || fail "no git identity, and a wrong error: $out" || return
+		cfg=$BUILD/logs/workflow/test-poster.gitconfig
+		printf '[user]\n\tname = Vstor Test\n\temail = test@vstor.invalid\n' >"$cfg"
+		export GIT_CONFIG_GLOBAL=$cfg
+		note "no git identity here: cover-letters.sh refused, as it must; the test goes on as Vstor Test <test@vstor.invalid>"
+	fi
 	"$TOP/scripts/cover-letters.sh" "$dir" || fail "cover-letters.sh failed" || return
 	for t in "$TOP"/kernel/cover/"$KBASE"/*.txt; do
 		g=$(basename "$t" .txt)

@@ -18,6 +18,11 @@ KSRC=$BUILD/linux
 S=$TOP/scripts
 OUT=$scratch/out # output of the last run
 export GIT_AUTHOR_DATE="2001-01-01T00:00:00Z" GIT_COMMITTER_DATE="2001-01-01T00:00:00Z"
+# The fixture's commits are the test's, whoever runs it: a fresh machine
+# has no git identity, and git refuses to guess one from a host name
+# without a domain.
+export GIT_AUTHOR_NAME="Series Test" GIT_AUTHOR_EMAIL=test@localhost
+export GIT_COMMITTER_NAME="Series Test" GIT_COMMITTER_EMAIL=test@localhost
 
 # run SCRIPT ARG...: run one of the scripts, output in $OUT; sets RC.
 run() {
