@@ -59,7 +59,12 @@ OTHER_BASE_DEFAULT=(build:roundtrip series workflow:cover_letters build:tools pt
 # what they add over the primary base's run is a kind of backend (null_blk,
 # a virtio disk, files on tmpfs and XFS), not the kernel code the bases
 # differ in; vb_brd and vb_ext4 serve a block device and a file on both.
-OTHER_BASE_SKIP=(vhost:vb_null vhost:vb_vd vhost:vb_tmpfs vhost:vb_xfs)
+# Nor do vhost-blk's read-only mode and its workers' fairness (vb_ro,
+# vb_fair, vb_bp_fair, vb_bp_fair_load): code of the series alone, the
+# same on both bases. vb_cgroup stays: the vhost core's worker ownership
+# differs between them.
+OTHER_BASE_SKIP=(vhost:vb_null vhost:vb_vd vhost:vb_tmpfs vhost:vb_xfs
+	vhost:vb_ro vhost:vb_fair vhost:vb_bp_fair vhost:vb_bp_fair_load)
 [[ -z ${VSTOR_OTHER_BASE_SKIP+set} ]] || read -ra OTHER_BASE_SKIP <<<"$VSTOR_OTHER_BASE_SKIP"
 base_prefix() { [[ $1 == "$PRIMARY" ]] || echo "$1/"; }
 
