@@ -208,10 +208,22 @@ ei_hmp() {
 }
 
 
-desc_ei_node_hold="vstor0's block node holds I/O while the VM runs: one write held at a blkdebug breakpoint for 3 s (QMP human-monitor-command qemu-io break/resume) while a fio verify job elsewhere completes, then the write completes with its data; then the node throttled to 1 IOPS for 3 s under fio verify at QD16 and released: every I/O completes, the data verifies, nothing leaks"
+desc_ei_node_hold="vstor0's block node holds I/O while the VM runs: one write held at a blkdebug breakpoint for 3 s (QMP human-monitor-command qemu-io break/resume) while a fio verify job elsewhere completes, then the write completes with its data (on QEMU 7.2 only: QEMU 10.0's HMP qemu-io resume hangs); then the node throttled to 1 IOPS for 3 s under fio verify at QD16 and released: every I/O completes, the data verifies, nothing leaks"
 ei_node_hold() {
-	local d dpid fpid r
+	local d dpid r major
 	d=$(disk_by_serial vstor0) || fail "no vstor0" || return
+	major=$(host_qmp '{"execute": "query-version"}' | sed -n 's/.*"major": *\([0-9]*\).*/\1/p')
+	[[ -n $major ]] || fail "QMP query-version: no major version" || return
+	if ((major > 7)); then
+		# QEMU 10.0's HMP qemu-io "resume" never returned with a request
+		# suspended at the breakpoint (2026-12-05, a fresh Debian 13): the
+		# monitor, and with it the VM, hung. So the breakpoint half runs
+		# only on QEMU 7.2, the last version seen to work; the throttle
+		# half runs everywhere.
+		note "QEMU $major.x: the blkdebug breakpoint half left out (QEMU 10.0's HMP qemu-io resume hangs)"
+		ei_node_throttle "$d"
+		return
+	fi
 	ei_hmp 'qemu-io d0 \"break write_aio held\"' || return
 	# Block 58000 (226.6 MiB): no error rule there, and no other test's I/O.
 	dd if=<(ei_block) of="/dev/$d" bs=4096 seek=58000 count=1 iflag=fullblock \
@@ -231,7 +243,13 @@ ei_node_hold() {
 	cmp <(ei_block) <(dd if="/dev/$d" bs=4096 skip=58000 count=1 iflag=direct status=none) ||
 		fail "the held write's data is not on the disk" || return
 	no_leaks "$d" || return
+	ei_node_throttle "$d"
+}
 
+# ei_node_throttle DISK: fio verify at QD16 on DISK while its node is
+# throttled to 1 IOPS for 3 s, then released.
+ei_node_throttle() {
+	local d=$1 fpid r
 	fio_json /tmp/eit.json --name=throttled --filename="/dev/$d" --ioengine=io_uring --direct=1 \
 		--rw=randwrite --bs=4k --iodepth=16 --offset=216M --size=8M --loops=20 --verify=crc32c >/dev/null &
 	fpid=$!
