@@ -85,11 +85,10 @@ PROGS=(/usr/bin/dash /usr/bin/bash /usr/bin/kmod "$PYTHON")
 FIO=$BUILD/fio/fio
 # Names under which kmod runs (Debian: /usr/sbin/modprobe -> /bin/kmod ...).
 KMOD_LINKS=(modprobe insmod rmmod lsmod modinfo depmod)
-# Python modules the guest scripts import (tests/guest/lib.sh,
-# tests/tools/raw_claims.py).
-PY_IMPORTS="json, errno, os, sys, hashlib, mmap, random, threading"
+# Python modules the guest scripts import (tests/guest/lib.sh).
+PY_IMPORTS="json, errno, os, sys"
 # Scripts of this checkout run in a second-level guest.
-SCRIPTS=(vm/guest-init.sh tests/guest/inner-blk.sh tests/tools/raw_claims.py tests/guest/lib.sh
+SCRIPTS=(vm/guest-init.sh tests/guest/inner-blk.sh tests/guest/claims.sh tests/guest/lib.sh
 	bench/guest/bridge-inner.sh)
 BUSYBOX=/usr/bin/busybox
 
@@ -117,12 +116,6 @@ while read -r f; do
 	files+=("$f")
 	c=$(dirname "$f")/__pycache__/$(basename "${f%.py}").$pytag.pyc
 	[[ $f == *.py && -f $c ]] && files+=("$c")
-	# An extension module's libraries (_hashlib: libcrypto).
-	if [[ $f == *.so ]]; then
-		while read -r lib; do
-			files+=("$lib")
-		done < <(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
-	fi
 done < <(cd / && "$PYTHON" -I -c "
 import sys
 import $PY_IMPORTS

@@ -45,9 +45,9 @@
 # with --write-through (no VIRTIO_BLK_F_FLUSH) to a second-level guest:
 # the host's QEMU, vhost-user-blk-pci with 2 queues each, booting our
 # guest kernel from INITRAMFS (vm/initramfs.sh) in this guest. There
-# tests/guest/inner-blk.sh crash (tests/tools/raw_claims.py) writes ROUNDS
-# rounds of 4 ranges on each disk, flushes the first after each round, and
-# claims each range (raw claims, as a rawjob's).
+# tests/guest/inner-blk.sh crash writes ROUNDS rounds of 4 ranges on each
+# disk, flushes the first after each round, and claims each range (raw
+# claims, as a rawjob's).
 #
 # An fsjob mounts the virtio-fs share TAG and, until FILES files or until
 # it is killed, writes a new file of 4-200 KiB of random data and appends
@@ -66,6 +66,8 @@ FS_MB=48
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=lib.sh
 . "$TOP/tests/guest/lib.sh"
+# shellcheck source=claims.sh
+. "$TOP/tests/guest/claims.sh"
 
 # find_disk SERIAL: set and export DEV, the disk with that serial.
 find_disk() {
@@ -73,13 +75,9 @@ find_disk() {
 	export DEV
 }
 
-# mark JSON: write the next claim block (claim, counting, is the caller's):
-# "VSTORMARK1 JSON" and a newline, padded with zeros, with O_DIRECT and no
-# flush of its own.
+# mark JSON: write the next claim block (claim, counting, is the caller's).
 mark() {
-	printf 'VSTORMARK1 %s\n' "$1" |
-		dd of="/dev/$DEV" bs=4096 seek=$((FS_MB * 256 + claim)) count=1 \
-			oflag=direct conv=sync,notrunc status=none
+	claim_mark "$DEV" $((FS_MB * 256 + claim)) "$1"
 	claim=$((claim + 1))
 }
 

@@ -13,11 +13,13 @@
 #   inner-blk.sh crash ROUNDS BLOCK
 #                         for tests/host/crash.sh: on the disk with serial
 #                         nest-flush (VIRTIO_BLK_F_FLUSH: a write cache)
-#                         and then on nest-wt (none: write through),
-#                         tests/tools/raw_claims.py: ROUNDS rounds of 4
-#                         concurrent direct writes, a flush where there is
-#                         a write cache, and a claim of each range from
-#                         4 KiB block BLOCK on
+#                         and then on nest-wt (none: write through), ROUNDS
+#                         rounds of 4 concurrent O_DIRECT writes of random
+#                         data (one request each), one per 1 MiB region
+#                         and never twice to the same bytes, a flush of
+#                         the disk (fsync) where it has a write cache,
+#                         then a claim of each range from 4 KiB block
+#                         BLOCK on (tests/guest/claims.sh); ROUNDS <= 16
 # Its root is vm/initramfs.sh's archive: what this script runs must be in it.
 # The output says when (seconds since boot) each step started.
 set -uo pipefail
@@ -56,11 +58,11 @@ load() {
 	echo "inner: load ended"
 }
 
-# crash_disk SERIAL CACHE ROUNDS BLOCK: the crash mode's workload
-# (tests/tools/raw_claims.py, flushing where there is a write cache) on the
+# crash_disk SERIAL CACHE ROUNDS BLOCK: the crash mode's workload on the
 # disk with SERIAL, whose write cache must be CACHE.
 crash_disk() {
-	local serial=$1 cache=$2 d dev="" got out flush=()
+	local serial=$1 cache=$2 rounds=$3 claim=$4 d dev="" got i k p
+	local off=() len=() sha=() pids=()
 	for d in /sys/block/vd*; do
 		[[ $(cat "$d/serial") == "$serial" ]] && dev=${d##*/}
 	done
@@ -68,10 +70,37 @@ crash_disk() {
 	got=$(cat "/sys/block/$dev/queue/write_cache")
 	[[ $got == "$cache" ]] ||
 		{ echo "inner: $dev ($serial): write cache '$got', want '$cache'"; return 1; }
-	[[ $cache == "write back" ]] && flush=(--flush)
-	out=$(/usr/bin/python3 "$(dirname "$0")/../tools/raw_claims.py" "/dev/$dev" "$3" "$4" "${flush[@]}") ||
-		{ echo "inner: $dev ($serial): $out"; return 1; }
-	echo "inner: crash: $dev ($serial, $cache): $out"
+	claim_mark "$dev" $((claim++)) '{"begin": true, "raw": true}' || return
+	((rounds <= 16)) || { echo "inner: at most 16 rounds, not $rounds"; return 1; }
+	for ((i = 1; i <= rounds; i++)); do
+		pids=()
+		# Round i writes 4-64 KiB at 64 KiB * (i - 1) into each region
+		# and claims it as region rK.I: no range is written twice, so
+		# replay_log.py checks every claim at every later point (a
+		# claimed range half overwritten by a later write would match
+		# no claim).
+		for k in 0 1 2 3; do
+			off[k]=$(((k << 20) + (i - 1) * 65536))
+			len[k]=$(((RANDOM % 16 + 1) * 4096))
+			head -c "${len[k]}" /dev/urandom >"/tmp/w$k"
+			sha[k]=$(sha256sum <"/tmp/w$k" | cut -d' ' -f1)
+			dd if="/tmp/w$k" of="/dev/$dev" bs="${len[k]}" seek="${off[k]}" \
+				oflag=direct,seek_bytes conv=notrunc status=none &
+			pids+=($!)
+		done
+		for p in "${pids[@]}"; do
+			wait "$p" || { echo "inner: $dev: a write of round $i failed"; return 1; }
+		done
+		# An fsync of the block device: a FLUSH (none without a cache).
+		if [[ $cache == "write back" ]]; then
+			dd if=/dev/null of="/dev/$dev" conv=fsync,notrunc status=none ||
+				{ echo "inner: $dev: the flush of round $i failed"; return 1; }
+		fi
+		for k in 0 1 2 3; do
+			claim_mark "$dev" $((claim++)) "{\"region\": \"r$k.$i\", \"offset\": ${off[k]}, \"len\": ${len[k]}, \"sha256\": \"${sha[k]}\"}" || return
+		done
+	done
+	echo "inner: crash: $dev ($serial, $cache): $rounds rounds of 4 writes, $((rounds * 4 + 1)) claims"
 }
 
 case $mode in
@@ -107,6 +136,8 @@ verify)
 	load
 	;;
 crash)
+	# shellcheck source=claims.sh
+	. "$(dirname "$0")/claims.sh"
 	rc=0
 	crash_disk nest-flush "write back" "$2" "$3" || rc=1
 	crash_disk nest-wt "write through" "$2" "$3" || rc=1
