@@ -65,7 +65,7 @@ done
 socks_up || { cat $work/*.log; exit 1; }
 
 info "== outer guest: $(nproc) vCPUs, backing $dev ($(($(cat /sys/block/ram0/size) / 2048)) MiB brd)"
-info "== inner guest: $cpus vCPUs, 1 GiB; disks: bridge (vhost-blk, a worker per queue)${w1:+, bridge-w1 (one worker)}, qemu (virtio-blk-pci in QEMU's main loop)${iot:+, iot1 and iot$cpus (virtio-blk-pci with iothread-vq-mapping over 1 and $cpus IOThreads)}, qsd (qemu-storage-daemon); $cpus queues each; QEMU $(qemu-system-x86_64 --version | head -n 1)"
+info "== inner guest: $cpus vCPUs, 1 GiB; disks: bridge (vhost-blk, a worker per queue)${w1:+, bridge-w1 (one worker)}, qemu (virtio-blk-pci in QEMU's main loop)${iot:+, iot1 and iot$cpus (virtio-blk-pci with iothread-vq-mapping over 1 and $cpus IOThreads)}, qsd (qemu-storage-daemon); $cpus queues each; $(qemu-system-x86_64 --version | head -n 1)"
 rc=0
 "$TOP/vm/vm.sh" --keep $inner --initramfs "${BUILD:-$TOP/build}/initramfs/nested-${KBASE:-6.12}-guest.cpio" --minimal \
 	--cpus "$cpus" --mem 1G --shared-mem --no-disk --timeout 3000 \
