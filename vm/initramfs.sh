@@ -89,7 +89,7 @@ KMOD_LINKS=(modprobe insmod rmmod lsmod modinfo depmod)
 PY_IMPORTS="json, errno, os, sys"
 # Scripts of this checkout run in a second-level guest.
 SCRIPTS=(vm/guest-init.sh tests/guest/inner-blk.sh tests/guest/claims.sh tests/guest/lib.sh
-	bench/guest/bridge-inner.sh)
+	tests/common.sh bench/guest/bridge-inner.sh bench/guest/lib.sh)
 BUSYBOX=/usr/bin/busybox
 
 if [[ ! -x $BUSYBOX ]] || ldd "$BUSYBOX" >/dev/null 2>&1; then
