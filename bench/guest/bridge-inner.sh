@@ -9,12 +9,14 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 . "$TOP/bench/guest/lib.sh"
 runtime=$1 reps=$2
 read -ra qds <<<"$3"
-# The disks by serial (qemu-storage-daemon's has none): bridge, qemu, qsd
-# always; bridge-w1, iot1 and iotN when bench/guest/bridge.sh added them.
+# The disks by serial: bridge, qemu and qsd always (qemu-storage-daemon's
+# is the one with another serial: none under QEMU 7.2, one of its own under
+# 10.0); bridge-w1, iot1 and iotN when bench/guest/bridge.sh added them.
 declare -A disk
 for b in /sys/block/vd*; do
 	k=$(cat "$b/serial")
-	disk[${k:-qsd}]=/dev/${b##*/}
+	case $k in bridge | bridge-w1 | qemu | iot[0-9]*) ;; *) k=qsd ;; esac
+	disk[$k]=/dev/${b##*/}
 done
 order=()
 for k in bridge bridge-w1 qemu "iot1" "iot$(nproc)" qsd; do
