@@ -70,8 +70,8 @@ crash_disk() {
 	got=$(cat "/sys/block/$dev/queue/write_cache")
 	[[ $got == "$cache" ]] ||
 		{ echo "inner: $dev ($serial): write cache '$got', want '$cache'"; return 1; }
-	claim_mark "$dev" $((claim++)) '{"begin": true, "raw": true}' || return
 	((rounds <= 16)) || { echo "inner: at most 16 rounds, not $rounds"; return 1; }
+	claim_mark "$dev" $((claim++)) '{"begin": true, "raw": true}' || return
 	for ((i = 1; i <= rounds; i++)); do
 		pids=()
 		# Round i writes 4-64 KiB at 64 KiB * (i - 1) into each region

@@ -2,8 +2,9 @@
 # The boot (tests/run.sh) starts one vufsd per device on the host through
 # vm/vm.sh --virtiofs: tags fs1, fs2 and fs4 with 1, 2 and 4 request
 # queues, on a 4-CPU guest; fsa, fsn and fsw serve fs1's directory again
-# with --cache always, --cache never and --writeback, and vfd is QEMU's own
-# virtiofsd, for comparison. fs2 and vfd have POSIX ACLs. Each vufsd's counters are in
+# with --cache always, --cache never and --writeback, and vfd is the
+# release's virtiofsd, for comparison (vm.sh: the Rust one on Debian 13,
+# QEMU 7.2's C one on Debian 12). fs2 and vfd have POSIX ACLs. Each vufsd's counters are in
 # /run/vstor/fs-TAG.stats and its shared directory is /run/vstor/fs-TAG,
 # which this guest also sees over 9p: the host's own view of the files.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
@@ -355,7 +356,7 @@ PY
 	for t in fsa fsn fsw; do umount "$VF/$t" || return 1; done
 }
 
-desc_vf_posix="tests/tools/posix_conf.py (ownership and mode of new files, setgid directories, errnos, suid/sgid clearing, timestamps, rename and link edge cases, open files, sticky directories, access checks, POSIX ACLs; as root and as users 1000 and 2000) passes on the guest's tmpfs, and on vufsd (fs2) but for the known FUSE protocol difference listed in Documentation/vufsd.md; QEMU's virtiofsd (vfd, also with ACLs) is run beside it and its counts reported"
+desc_vf_posix="tests/tools/posix_conf.py (ownership and mode of new files, setgid directories, errnos, suid/sgid clearing, timestamps, rename and link edge cases, open files, sticky directories, access checks, POSIX ACLs; as root and as users 1000 and 2000) passes on the guest's tmpfs, and on vufsd (fs2) but for the known FUSE protocol difference listed in Documentation/vufsd.md; virtiofsd (vfd: the Rust one on Debian 13, QEMU 7.2's C one on Debian 12; also with ACLs) is run beside it and its counts reported"
 # What FUSE itself cannot give (Documentation/vufsd.md, "Conformance").
 VF_POSIX_KNOWN=(--known "setid: write by another user, setgid without group execute")
 vf_posix() {
