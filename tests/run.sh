@@ -442,6 +442,7 @@ echo "# vstor tests, $flavor kernel, base $PRIMARY (and $OTHER/...): ${#plan[@]}
 echo "1..${#plan[@]}"
 start=$SECONDS
 RETRIED=()
+WALL=()
 for b in "$PRIMARY" "$OTHER"; do
 	export KBASE=$b
 	for s in "${SUITES[@]}"; do
@@ -463,11 +464,13 @@ for b in "$PRIMARY" "$OTHER"; do
 			for i in "${mine[@]}"; do emit skip "$i" "$why"; done
 			continue
 		fi
+		sstart=$SECONDS
 		if [[ ${KIND[$s]} == guest ]]; then
 			run_guest_suite "$s" "${mine[@]}"
 		else
 			run_host_suite "$s" "${mine[@]}"
 		fi
+		WALL+=("$((SECONDS - sstart)) $(base_prefix "$b")$s")
 	done
 done
 export KBASE=$PRIMARY
@@ -476,6 +479,10 @@ for i in "${plan[@]}"; do
 	[[ -n ${REPORTED[${ids[$i]}]:-} ]] || emit fail "$i" "no result (runner error)"
 done
 ((${#RETRIED[@]} == 0)) || echo "# guests booted twice after a stale INT3: ${RETRIED[*]}"
+# Where the time went, by suite, boots and builds included (the twelve
+# longest): what to cut when the run outgrows CI's budget.
+((${#WALL[@]} == 0)) || printf '%s\n' "${WALL[@]}" | sort -rn | head -n 12 |
+	awk '{ printf "# suite wall time: %5d s  %s\n", $1, $2 }'
 echo "# the run took $((SECONDS - start)) s ($flavor kernel)"
 echo "$passed passed, $failed failed, $skipped skipped"
 ((failed == 0 && n == ${#plan[@]}))
