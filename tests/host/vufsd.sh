@@ -14,7 +14,7 @@ TESTS=(ops queues malformed escape disconnect reset access xattr fds shrink
 	sandbox creds cache quiesce handles acl userns devices compromised
 	frontfds statsfile ops_wide ops_handles
 	escape_handles ops_poll disconnect_poll ops_threads queues_threads
-	disconnect_threads reset_threads)
+	disconnect_threads reset_threads peer_virtiofsd)
 
 desc_ops="every FUSE opcode on a 2-queue device"
 desc_queues="requests on each request queue land on its own vring and counters"
@@ -46,10 +46,15 @@ desc_ops_threads="ops with three workers per request queue (--threads 3)"
 desc_queues_threads="queues with three workers per request queue"
 desc_disconnect_threads="disconnect with three workers per request queue"
 desc_reset_threads="reset with three workers per request queue"
+desc_peer_virtiofsd="every scenario against the release's virtiofsd, vufsd's peer (Debian 13: the Rust one; Debian 12: QEMU 7.2's C one): each check where it differs from vufsd's contract names how, and a difference the harness does not explain fails"
 
-# suite_run SCENARIO[_poll|_threads]
+# suite_run SCENARIO[_poll|_threads] | peer_virtiofsd
 suite_run() {
 	local opts=(--queues 2)
+	if [[ $1 == peer_virtiofsd ]]; then
+		suite_peer
+		return
+	fi
 	case $1 in
 	*_poll) opts+=(--busy-poll 200) ;;
 	*_threads) opts+=(--threads 3) ;;
@@ -61,5 +66,21 @@ suite_run() {
 		--bin "$BUILD/tools/vufsd" "${opts[@]}" "${1%_*}" 2>&1) || rc=$?
 	printf '%s\n' "$out"
 	echo "==> vufs_test.py ${opts[*]} ${1%_*}: $(tail -n 1 <<<"$out")"
+	return $rc
+}
+
+# suite_peer: vufs_test.py --daemon virtiofsd, all scenarios, on the Rust
+# virtiofsd where it is installed, else the C one.
+suite_peer() {
+	local out rc=0
+	if [[ ! -x $RUST_VIRTIOFSD && ! -x $C_VIRTIOFSD ]]; then
+		echo "no virtiofsd: neither $RUST_VIRTIOFSD nor $C_VIRTIOFSD"
+		return 4
+	fi
+	local bin=$RUST_VIRTIOFSD
+	[[ -x $bin ]] || bin=$C_VIRTIOFSD
+	out=$(/usr/bin/python3 "$TOP/tests/tools/vufs_test.py" --daemon virtiofsd --bin "$bin" 2>&1) || rc=$?
+	printf '%s\n' "$out"
+	echo "==> vufs_test.py --daemon virtiofsd ($(head -n 1 <<<"$out" | sed 's/^# //; s/,.*//')): $(tail -n 1 <<<"$out")"
 	return $rc
 }
