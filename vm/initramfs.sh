@@ -162,6 +162,12 @@ mkdir -p "$stage$(dirname "$modroot")"
 cp -a "$modroot" "$stage$modroot"
 cp -L --preserve=mode,timestamps "$FIO" "$stage/usr/bin/fio"
 ln -s "$(basename "$PYTHON")" "$stage/usr/bin/python3"
+# Python finds its exec_prefix by this directory, even with no extension
+# module in it: without it Debian 13's 3.13 warns "Could not find platform
+# dependent libraries" at every start.
+dynload=$("$PYTHON" -I -c 'import sysconfig; print(sysconfig.get_config_var("DESTSHARED"))') || dynload=""
+[[ $dynload == /* ]] || die "$PYTHON does not say where its extension modules are"
+mkdir -p "$stage$dynload"
 ln -s dash "$stage/usr/bin/sh"
 for l in "${KMOD_LINKS[@]}"; do
 	ln -s ../bin/kmod "$stage/usr/sbin/$l"
@@ -178,7 +184,9 @@ printf 'root:x:0:\n' >"$stage/etc/group"
 # Every program must start in the new root (a missing library shows here,
 # on the host, rather than minutes into a nested boot).
 if ! chk=$(chroot "$stage" /bin/sh -c 'set -e; fio --version; modprobe --version | grep -q kmod
-	/usr/bin/python3 -c "import '"$PY_IMPORTS"'; print(json.dumps(1))"; nproc; cat /dev/null
+	if ! /usr/bin/python3 -c "import '"$PY_IMPORTS"'; print(json.dumps(1))" 2>/tmp/py.err ||
+		[ -s /tmp/py.err ]; then cat /tmp/py.err; exit 1; fi
+	rm -f /tmp/py.err; nproc; cat /dev/null
 	bash -c "hostname >/dev/null"' 2>&1); then
 	die "the archive's programs do not run: $chk"
 fi
