@@ -21,7 +21,7 @@
 # Every benchmark boots this kernel flavour (--flavor debug: the debug one).
 flavor=guest
 # Settings that must be whole numbers (qd: a list of them).
-BENCH_NUMERIC=" cpus runtime reps changes queues iodepth poll threads window jobs "
+BENCH_NUMERIC=" cpus runtime reps changes queues iodepth poll threads window jobs pool "
 
 bench_opts() {
 	local spec=$1 o name hit

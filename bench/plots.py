@@ -423,8 +423,9 @@ def plot_virtiofs(raw, plots):
     rows = raw_csv(raw, "virtiofs.csv")
     devs = uniq(rows, "device")
     one, ref = "vufsd-1", "virtiofsd"
-    many = [d for d in devs if d not in (one, ref) and not d.startswith("base-")][0]
-    devs = [one, many, ref]
+    many = [d for d in devs if d.startswith("vufsd-") and d != one][0]
+    refs = [ref] + [d for d in devs if d.startswith(ref + "-")]
+    devs = [one, many] + refs
     _, runs = group_runs(rows, ("rw", "bs"), "device", ("bw_mib_s", "iops", "lat_mean_us"))
     work = list(dict.fromkeys((r["rw"], r["bs"]) for r in rows))
     fig, ax = figure(2, len(work), width=3.6)
@@ -440,8 +441,8 @@ def plot_virtiofs(raw, plots):
     cells = ["%s %s" % w for w in work]
     fig, ax = figure(1, 1, width=8)
     bars(ax[0][0], cells,
-         [("%s / %s" % (many, one), [ratio_span(runs, w + (many,), w + (one,)) for w in work]),
-          ("%s / %s" % (one, ref), [ratio_span(runs, w + (one,), w + (ref,)) for w in work])],
+         [("%s / %s" % (a, b), [ratio_span(runs, w + (a,), w + (b,)) for w in work])
+          for a, b in [(many, one)] + [(one, r) for r in refs] + [(many, r) for r in refs[1:]]],
          "MiB/s ratio", "more queues, and vufsd against virtiofsd", hline=1, labels="x%.2f")
     out.append((save(fig, plots, "virtiofs-ratio.png", "virtio-fs throughput ratios",
                      ratio_note(runs)),

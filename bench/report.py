@@ -79,7 +79,8 @@ BENCHES = {
                "fio io_uring 4k in the second-level guest, disks rotated.",
                "about 15 min"),
     "virtiofs": ("multi-queue virtio-fs",
-                 "vufsd with 1 and with N request queues beside QEMU's virtiofsd, "
+                 "vufsd with 1 and with N request queues beside the release's virtiofsd "
+                 "(Debian 13: the Rust one, without and with a thread pool), "
                  "mounted in one guest; fio O_DIRECT with a job pinned per vCPU, "
                  "sequential 256k and random 4k reads and writes, devices rotated; "
                  "the daemon's per-queue counters.",
@@ -88,7 +89,7 @@ BENCHES = {
                "Shares on the host's disk: O_SYNC and fsync'd 4k writes, 4k reads "
                "with the host's page cache dropped, small-file create/stat/unlink; "
                "vufsd with 1, 2 and 4 request queues and with 4 workers per queue, "
-               "beside QEMU's virtiofsd; 2 and 4 vCPUs; vufsd's table-mutex waits.",
+               "beside the release's virtiofsd; 2 and 4 vCPUs; vufsd's table-mutex waits.",
                "about 16 min"),
     "irqbatch": ("virtio-blk completion batching on the interrupt path",
                  "virtio_blk/irq_batch (debugfs) off and on in one boot: fio io_uring 4k random "

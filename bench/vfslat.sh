@@ -14,9 +14,10 @@
 #               (tests/tools/fsmeta), one directory per thread
 # Devices, each on a directory of its own: vufsd with 1, 2 and 4 request
 # queues (one worker each), vufsd with 2 queues of 4 workers each, and
-# QEMU's virtiofsd (one queue, its own thread pool). JOBS fio jobs (or
-# fsmeta threads) per run, psync. vufsd's counters give the time its
-# workers waited for the inode/file table mutex during each run.
+# the release's virtiofsd (one queue; the C one a pool of 64 threads, the
+# Rust one no pool by default). JOBS fio jobs (or fsmeta threads) per run,
+# psync. vufsd's counters give the time its workers waited for the
+# inode/file table mutex during each run.
 # One guest boot per vCPU count.
 #   bench/vfslat.sh [--vcpus "2 4"] [--runtime S] [--reps N] [--jobs N] [--flavor F]
 # Defaults: 2 and 4 vCPUs, 4 s per run (+1 s ramp), 3 repetitions, 8 jobs.

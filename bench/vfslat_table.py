@@ -24,7 +24,7 @@ NOTES = {"vufsd-1": "vufsd, 1 request queue, 1 worker",
          "vufsd-2": "2 queues, a worker each",
          "vufsd-4": "4 queues, a worker each",
          "vufsd-2t4": "2 queues, 4 workers each",
-         "virtiofsd": "QEMU 7.2's virtiofsd (1 queue, thread pool)"}
+         "virtiofsd": "the release's virtiofsd (1 queue)"}
 WORKLOADS = {"syncwrite": "4k randwrite O_DIRECT|O_SYNC",
              "fsyncwrite": "4k randwrite + fsync",
              "coldread": "4k randread, host cache dropped",

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Format bench/virtiofs.sh results (raw/virtiofs.csv: one row per fio run;
 raw/virtiofs-daemons.json: vufsd's counters) into a table of means with the
-N-queue / 1-queue ratio of vufsd and the vufsd / virtiofsd ratio at one
-queue, each with the range of the per-repetition ratios (the devices of one
-repetition ran back to back), then each vufsd's per-queue share of the
-requests.
+N-queue / 1-queue ratio of vufsd, the vufsd / virtiofsd ratio at one queue
+and, where the run had a pooled virtiofsd (virtiofsd-tpK, the Rust one),
+vufsd's ratios over that at one and at N queues, each with the range of the
+per-repetition ratios (the devices of one repetition ran back to back), then
+each vufsd's per-queue share of the requests.
     virtiofs_table.py RAWDIR"""
 import json
 import os
@@ -16,10 +17,12 @@ ONE, REF = "vufsd-1", "virtiofsd"
 
 
 def devices(rows):
-    """(one queue, N queues, virtiofsd) device names."""
-    many = [d for d in dict.fromkeys(r["device"] for r in rows)
-            if d not in (ONE, REF) and not d.startswith("base-")]
-    return ONE, many[0], REF
+    """(one queue, N queues, the virtiofsd devices) by name: virtiofsd
+    first, then any with a thread pool (virtiofsd-tpK)."""
+    names = list(dict.fromkeys(r["device"] for r in rows))
+    many = [d for d in names if d.startswith("vufsd-") and d != ONE]
+    refs = [REF] + [d for d in names if d.startswith(REF + "-")]
+    return ONE, many[0], refs
 
 
 def baseline(rows, order, runs):
@@ -50,19 +53,27 @@ def cell(a, b):
 def table(raw):
     """The table's lines."""
     rows = raw_csv(raw, "virtiofs.csv")
-    one, many, ref = devices(rows)
+    one, many, refs = devices(rows)
+    devs = [one, many] + refs
+    # N queues over 1, then vufsd at 1 and at N queues over each virtiofsd.
+    pairs = [(many, one)] + [(one, r) for r in refs] + [(many, r) for r in refs[1:]]
     order, runs = group_runs(rows, ("rw", "bs"), "device", ("bw_mib_s", "iops", "lat_mean_us"))
     reps = len(runs[order[0] + (one,)])
     out = ["MiB/s and mean latency (us), mean of %d runs" % reps]
-    hdr = "%-9s %4s | %15s | %15s | %15s | %-19s | %-19s" % (
-        "rw", "bs", one + " MiB/s/us", many + " MiB/s/us", ref + " MiB/s/us",
-        many + " / " + one, one + " / " + ref)
-    out += [hdr.rstrip(), "-" * len(hdr.rstrip())]
+    path = os.path.join(raw, "virtiofs-peer.txt")
+    if os.path.exists(path):
+        with open(path) as f:
+            out.append("virtiofsd: " + f.read().strip())
+    # Each column as wide as its heading.
+    heads = [d + " MiB/s/us" for d in devs] + ["%s / %s" % p for p in pairs]
+    hdr = "%-9s %4s | " % ("rw", "bs") + " | ".join(heads)
+    out += [hdr, "-" * len(hdr)]
     for key in order:
-        a, b, c = (runs[key + (k,)] for k in (one, many, ref))
-        out.append(("%-9s %4s | %7.1f %7.0f | %7.1f %7.0f | %7.1f %7.0f | %-19s | %s" % (
-            key + (mean(a, 0), mean(a, 2), mean(b, 0), mean(b, 2), mean(c, 0),
-                   mean(c, 2), cell(b, a), cell(a, c)))).rstrip())
+        cells = ["%7.1f %7.0f" % (mean(runs[key + (d,)], 0), mean(runs[key + (d,)], 2))
+                 for d in devs] + [cell(runs[key + (a,)], runs[key + (b,)]) for a, b in pairs]
+        out.append(("%-9s %4s | " % key + " | ".join(
+            c.rjust(len(h)) if i < len(devs) else c.ljust(len(h))
+            for i, (c, h) in enumerate(zip(cells, heads)))).rstrip())
     out.append("(in brackets the lowest and highest ratio of single repetitions)")
     out += baseline(rows, order, runs)
     path = os.path.join(raw, "virtiofs-daemons.json")

@@ -429,8 +429,9 @@ for spec in "${vfs[@]}"; do
 				--thread-pool-size="${threads:-0}" >"$rundir/fs-$tag.log" 2>&1 &
 		elif [[ -x $C_VIRTIOFSD ]]; then
 			[[ -z $threads ]] || die "threads=$threads: for vufsd and the Rust virtiofsd"
+			# The C one calls cache=never "none".
 			"$C_VIRTIOFSD" --socket-path="$sock" -o source="$dir" \
-				-o sandbox=chroot -o cache="$cache" -o xattr "${vdopts[@]}" \
+				-o sandbox=chroot -o cache="${cache/#never/none}" -o xattr "${vdopts[@]}" \
 				>"$rundir/fs-$tag.log" 2>&1 &
 		else
 			die "daemon=virtiofsd: neither $RUST_VIRTIOFSD (Debian 13: apt-get install virtiofsd) nor $C_VIRTIOFSD (Debian 12's qemu-system-x86)"
