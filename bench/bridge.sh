@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Benchmark: a second-level guest's disk served three ways, side by side in
-# one boot of that guest, all on the same backing device (a brd ramdisk in
-# the first-level guest):
-#   bridge   vhost-user-blk-pci -> tools/vhost-blk-bridge -> vhost-blk
-#   qemu     QEMU's own virtio-blk-pci (aio=io_uring, cache=none)
-#   qsd      vhost-user-blk-pci -> qemu-storage-daemon (QEMU's userspace
-#            vhost-user-blk export, aio=io_uring, cache.direct=on)
+# Benchmark: a second-level guest's disk served several ways, side by side
+# in one boot of that guest, all on the same backing device (a brd ramdisk
+# in the first-level guest):
+#   bridge     vhost-user-blk-pci -> tools/vhost-blk-bridge -> vhost-blk,
+#              a vhost worker per queue
+#   bridge-w1  the same with one worker for all queues (--workers one)
+#   qemu       QEMU's own virtio-blk-pci in its main loop (aio=io_uring,
+#              cache=none)
+#   iot1, iotN (QEMU 9 and later) QEMU's virtio-blk-pci with
+#              iothread-vq-mapping over 1 and over N IOThreads, N the
+#              queue count: the peers of bridge-w1 and bridge
+#   qsd        vhost-user-blk-pci -> qemu-storage-daemon (QEMU's userspace
+#              vhost-user-blk export, aio=io_uring, cache.direct=on)
 # The first-level guest runs our kernel (with vhost-blk) under TCG and boots
 # the second with the host's QEMU, also under TCG.
 #   bench/bridge.sh [--cpus N] [--runtime S] [--reps N] [--qd "1 16"] [--flavor F]
