@@ -57,14 +57,23 @@ OTHER_BASE_DEFAULT=(build:roundtrip series workflow:cover_letters build:tools pt
 [[ -z ${VSTOR_OTHER_BASE_DEFAULT+set} ]] || read -ra OTHER_BASE_DEFAULT <<<"$VSTOR_OTHER_BASE_DEFAULT"
 # Tests of those suites the other base leaves out by default, for time:
 # what they add over the primary base's run is a kind of backend (null_blk,
-# a virtio disk, files on tmpfs and XFS), not the kernel code the bases
-# differ in; vb_brd and vb_ext4 serve a block device and a file on both.
-# Nor do vhost-blk's read-only mode and its workers' fairness (vb_ro,
-# vb_fair, vb_bp_fair, vb_bp_fair_load): code of the series alone, the
-# same on both bases. vb_cgroup stays: the vhost core's worker ownership
-# differs between them.
+# a virtio disk, files on tmpfs and XFS, brd), not the kernel code the
+# bases differ in; a block device (null_blk in vb_bp, brd in vb_hostile)
+# and a file (vb_ext4) are served on both. Nor do vhost-blk's read-only
+# mode, its workers' fairness and its device node's mode (vb_ro, vb_fair,
+# vb_bp_fair, vb_bp_fair_load, vb_perms), or passthrough's own uAPI
+# semantics (GET_INFO, ids, the range and permission checks, read-only
+# disks, fio's cross-checks, trim and flush, 32-bit callers): code of the
+# series alone, the same on both bases. What stays on both is what meets
+# the APIs the bases differ in: io_uring's command, task_work, polling and
+# cancelling (pt_cancel, pt_exit_defer, pt_exec_inflight, pt_late_sqe,
+# pt_poll_runtime ...), bio mapping (pt_segments, pt_fio_verify), hostile
+# commands, hot-unplug, and the vhost core's worker ownership (vb_cgroup).
 OTHER_BASE_SKIP=(vhost:vb_null vhost:vb_vd vhost:vb_tmpfs vhost:vb_xfs
-	vhost:vb_ro vhost:vb_fair vhost:vb_bp_fair vhost:vb_bp_fair_load)
+	vhost:vb_ro vhost:vb_fair vhost:vb_bp_fair vhost:vb_bp_fair_load
+	vhost:vb_brd vhost:vb_perms
+	pt:pt_info pt:pt_get_id pt:pt_cross_check pt:pt_ranges pt:pt_perms
+	pt:pt_readonly pt:pt_fio_cross pt:pt_fio_trim_flush pt:pt_compat32)
 [[ -z ${VSTOR_OTHER_BASE_SKIP+set} ]] || read -ra OTHER_BASE_SKIP <<<"$VSTOR_OTHER_BASE_SKIP"
 base_prefix() { [[ $1 == "$PRIMARY" ]] || echo "$1/"; }
 

@@ -145,8 +145,8 @@ desc_batch_rounds="irq_batch=1: 12 fio rounds at QD128 on three small-ring disks
 timeout_batch_rounds=400
 batch_rounds() { rounds 1 12; }
 
-desc_batch_rounds_off="irq_batch=0: the first 6 of those rounds finish too (the control)"
-batch_rounds_off() { rounds 0 6; }
+desc_batch_rounds_off="irq_batch=0: the first 3 of those rounds finish too (the control)"
+batch_rounds_off() { rounds 0 3; }
 
 desc_batch_verify="irq_batch=1: random writes verified (crc32c) on the small-ring file disk at QD128 from 4 CPUs, each rq_affinity"
 batch_verify() {

@@ -382,12 +382,12 @@ vf_posix() {
 	((fs2 == 0)) || fail "vufsd differs from the guest's local file system (fs2 above)"
 }
 
-desc_vf_dbench="dbench (Debian's, its client.txt load) with one client per CPU on fs4 for 20 s: every operation succeeds"
+desc_vf_dbench="dbench (Debian's, its client.txt load) with one client per CPU on fs4 for 10 s: every operation succeeds"
 vf_dbench() {
 	local out
 	command -v dbench >/dev/null || { echo "dbench is not installed"; return 4; }
 	mkdir -p "$VF/fs4/dbench"
-	if ! out=$(dbench -D "$VF/fs4/dbench" -t 20 "$(nproc)" 2>&1); then
+	if ! out=$(dbench -D "$VF/fs4/dbench" -t 10 "$(nproc)" 2>&1); then
 		printf '%s\n' "$out" | tail -n 20
 		fail "dbench failed"
 		return 1
@@ -397,12 +397,12 @@ vf_dbench() {
 	rm -rf "$VF/fs4/dbench"
 }
 
-desc_vf_stress="stress-ng filesystem stressors (dir, dentry, rename, link, symlink, hdd with verify, fallocate, readahead) on fs2 for 15 s: no failures"
+desc_vf_stress="stress-ng filesystem stressors (dir, dentry, rename, link, symlink, hdd with verify, fallocate, readahead) on fs2 for 8 s: no failures"
 vf_stress() {
 	local out
 	command -v stress-ng >/dev/null || { echo "stress-ng is not installed"; return 4; }
 	mkdir -p "$VF/fs2/stress"
-	if ! out=$(cd "$VF/fs2/stress" && stress-ng --temp-path . --timeout 15s --verify \
+	if ! out=$(cd "$VF/fs2/stress" && stress-ng --temp-path . --timeout 8s --verify \
 		--dir 1 --dentry 1 --rename 1 --link 1 --symlink 1 --hdd 1 \
 		--hdd-bytes 8M --fallocate 1 --readahead 1 --readahead-bytes 8M \
 		--metrics-brief 2>&1); then
