@@ -61,7 +61,7 @@ os.write(fd, sys.argv[2].encode())' "$1" "$2" 2>/tmp/rc.err &
 	RC_SECS=$((SECONDS - t0))
 }
 
-desc_reclaim_swap_flip="40 poll-queue changes of the swap disk (no scheduler) while a hog keeps 480 MiB busy in 384 MiB of RAM: each change returns within 60 s, swap traffic flows, data verifies"
+desc_reclaim_swap_flip="24 poll-queue changes of the swap disk (no scheduler) while a hog keeps 480 MiB busy in 384 MiB of RAM: each change returns within 60 s, swap traffic flows, data verifies"
 reclaim_swap_flip() {
 	local d a i hpid s1 t0 slow=0
 	d=$(disk_by_serial vstor0) || fail "no vstor0" || return
@@ -78,7 +78,7 @@ reclaim_swap_flip() {
 		sleep 1
 	done
 	note "$(rc_swapped) KiB in swap after $((SECONDS - t0)) s ($(awk '$1 == "MemTotal:" { print $2 " KiB of RAM" }' /proc/meminfo))"
-	for ((i = 1; i <= 40; i++)); do
+	for ((i = 1; i <= 24; i++)); do
 		rc_change "$a" $((i % 2)) "$i" || { kill -9 $hpid; return 1; }
 		((RC_SECS > 20)) && slow=$((slow + 1))
 		kill -0 $hpid 2>/dev/null || fail "the memory hog died (OOM?)" || return
@@ -86,7 +86,7 @@ reclaim_swap_flip() {
 	s1=$(rc_swapped)
 	kill -9 $hpid
 	wait $hpid 2>/dev/null
-	note "40 changes, $slow over 20 s; $s1 KiB in swap at the end"
+	note "24 changes, $slow over 20 s; $s1 KiB in swap at the end"
 	swapoff "/dev/$d" || fail "swapoff failed" || return
 	((s1 > 65536)) || fail "only $s1 KiB in swap at the end: no memory pressure" || return
 	quick_verify "$d" 0 >/dev/null || fail "data does not verify after the changes"
