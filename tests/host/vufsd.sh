@@ -72,13 +72,9 @@ suite_run() {
 # suite_peer: vufs_test.py --daemon virtiofsd, all scenarios, on the Rust
 # virtiofsd where it is installed, else the C one.
 suite_peer() {
-	local out rc=0
-	if [[ ! -x $RUST_VIRTIOFSD && ! -x $C_VIRTIOFSD ]]; then
-		echo "no virtiofsd: neither $RUST_VIRTIOFSD nor $C_VIRTIOFSD"
-		return 4
-	fi
-	local bin=$RUST_VIRTIOFSD
+	local out rc=0 bin=$RUST_VIRTIOFSD
 	[[ -x $bin ]] || bin=$C_VIRTIOFSD
+	[[ -x $bin ]] || { echo "no virtiofsd: neither $RUST_VIRTIOFSD nor $C_VIRTIOFSD"; return 4; }
 	out=$(/usr/bin/python3 "$TOP/tests/tools/vufs_test.py" --daemon virtiofsd --bin "$bin" 2>&1) || rc=$?
 	printf '%s\n' "$out"
 	echo "==> vufs_test.py --daemon virtiofsd ($(head -n 1 <<<"$out" | sed 's/^# //; s/,.*//')): $(tail -n 1 <<<"$out")"

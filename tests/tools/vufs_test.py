@@ -3940,7 +3940,7 @@ def scenario_frontfds(ctx):
     refused (an error ack), the vring keeps the eventfd it had, more
     requests than a pipe holds complete, nothing spins, and the daemon
     still stops on SIGTERM."""
-    t, tmo = ctx.tap, ctx.args.timeout
+    t = ctx.tap
     if not ctx.only_vufsd("frontfds", "vufsd's own check"):
         return
     x = side_daemon(ctx, "frontfds", [])
