@@ -21,7 +21,7 @@ series_cases() {
 	expect_eq "cases passed against the plan" "$oks" "$plan"
 }
 
-desc_cover_letters="make cover: a group per template in kernel/cover (io_uring, block, virtio-blk, vhost, the later io_uring fix, interrupt-path batching) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables (on mainline, tables measured on mainline: Documentation/results-mainline.md); the io_uring fixes and the blk-mq batch fix carry Fixes:, the first io_uring fix and the blk-mq fix Cc: stable; every patch is from and signed off by whoever runs it (git config), and a placeholder identity is warned about"
+desc_cover_letters="make cover: a group per template in kernel/cover (io_uring, block, virtio-blk, vhost, the later io_uring fix, interrupt-path batching, the poll cookie fix) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables (on mainline, tables measured on mainline: Documentation/results-mainline.md); the io_uring fixes and the blk-mq fixes carry Fixes:, the first io_uring fix and the blk-mq fixes Cc: stable; every patch is from and signed off by whoever runs it (git config), and a placeholder identity is warned about"
 cover_letters() {
 	local dir=$BUILD/logs/workflow/cover n total=0 g t cfg out
 	# A machine with no git identity (a fresh one): make cover must refuse,
@@ -68,7 +68,15 @@ cover_letters() {
 		fail "the blk-mq batch fix has no Cc: stable" || return
 	grep -q '^| ' "$dir/6-irq-batching/0000-cover-letter.patch" ||
 		fail "the batching cover letter quotes no results table" || return
+	cover_poll_fix "$dir/7-block-poll" || return
 	cover_identity "$dir"
+}
+# cover_poll_fix DIR: the poll cookie fix names what it fixes, for stable.
+cover_poll_fix() {
+	if ! grep -q '^Fixes: dd291d77cc90 ' "$1"/0001-*.patch ||
+		! grep -q '^Cc: stable@vger.kernel.org' "$1"/0001-*.patch; then
+		fail "the poll cookie fix has no Fixes: or Cc: stable"
+	fi
 }
 # cover_mainline DIR: what the mainline groups must carry: the fixes their
 # Fixes:, Cc: stable and Link: to the posting they answer, every cover a
@@ -85,6 +93,7 @@ cover_mainline() {
 	grep -q '^Cc: stable@vger.kernel.org' "$dir"/4-irq-batching/0002-*.patch &&
 		grep -q '^Link: https://lore.kernel.org/r/20230620083857' "$dir"/4-irq-batching/0002-*.patch ||
 		fail "the zone append fix has no Cc: stable or Link: to Damien Le Moal's fix" || return
+	cover_poll_fix "$dir/5-block-poll" || return
 	for g in 1-io_uring 2-virtio-blk 3-vhost 4-irq-batching; do
 		grep -q 'https://lore.kernel.org/r/' "$dir/$g/0000-cover-letter.patch" ||
 			fail "$g: the cover letter links no earlier posting" || return
