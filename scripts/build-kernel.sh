@@ -75,7 +75,7 @@ stamp=""
 if [[ -z $(git -C "$KSRC" status --porcelain | head -n 1) ]]; then
 	stamp=$({
 		echo "$flavor $(git -C "$KSRC" rev-parse HEAD)"
-		cat "${frags[@]}" "$0"
+		cat "${frags[@]}" "$0" "$KMOD_SRC"/*
 	} | sha256sum | cut -d' ' -f1)
 	if [[ -f $obj/.vstor-built && $(cat "$obj/.vstor-built") == "$stamp" &&
 		-f $obj/arch/x86/boot/bzImage && -d $obj/modroot/lib/modules ]]; then
@@ -139,10 +139,16 @@ export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=1
 ccache -M 8G >/dev/null 2>&1 || true
 jobs=${JOBS:-$(nproc)}
 start=$SECONDS
+# The tests' own modules (tests/kmod) build against these objects, from a
+# copy in the object tree, and install next to the kernel's (extra/).
+kmod=$obj/vstor-kmod
 {
 	make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$jobs" bzImage modules &&
-		rm -rf "$obj/modroot" &&
-		make -C "$KSRC" O="$obj" INSTALL_MOD_PATH="$obj/modroot" modules_install
+		rm -rf "$obj/modroot" "$kmod" &&
+		make -C "$KSRC" O="$obj" INSTALL_MOD_PATH="$obj/modroot" modules_install &&
+		cp -r "$KMOD_SRC" "$kmod" &&
+		make -C "$KSRC" O="$obj" M="$kmod" CC="ccache gcc" W=1 modules &&
+		make -C "$KSRC" O="$obj" M="$kmod" INSTALL_MOD_PATH="$obj/modroot" modules_install
 } >"$obj/build.log" 2>&1 || {
 	grep -E 'error|Error' "$obj/build.log" | head -40 >&2
 	die "kernel build failed: see $obj/build.log"

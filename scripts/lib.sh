@@ -41,6 +41,8 @@ fi
 PATCHES=${PATCHES:-$TOP/kernel/$KBASE} # the series (tests point it at a scratch copy)
 PATCHES_REL=${PATCHES#"$TOP"/}
 CONFIGS=$TOP/kernel/configs
+# Modules of the tests, built with each guest kernel (scripts/build-kernel.sh).
+KMOD_SRC=$TOP/tests/kmod
 
 # virtio-fs's reference daemon, vufsd's peer: the Rust virtiofsd (Debian
 # 13's package virtiofsd) where installed, else QEMU 7.2's C virtiofsd

@@ -9,8 +9,10 @@
 #   - these host programs with the shared libraries ldd lists for them, at
 #     their own paths: dash (/bin/sh, as on the host: busybox's sh would run
 #     its own applets before any program), bash, kmod (modprobe) and
-#     python3 with the modules that tests/guest/lib.sh's fio_field imports;
-#     busybox (static) for every other command (cat, mount, nproc, ...);
+#     python3 with the modules that tests/guest/lib.sh's fio_field imports,
+#     blkzone (tests/guest/inner-zoned.sh) and the project's vblk_pt
+#     (build/tools, make tools); busybox (static) for every other command
+#     (cat, mount, nproc, ...);
 #   - as /usr/bin/fio, the project's fio (build/fio/fio, scripts/build-fio.sh:
 #     Debian's fio 3.33 without the optional engines). Debian's own links 64
 #     shared libraries (84 MB), and linking them took 21 s at every start in
@@ -81,14 +83,14 @@ out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
 PYTHON=$(readlink -f /usr/bin/python3 2>/dev/null) || PYTHON=""
 [[ $PYTHON == /usr/bin/python3.* && -x $PYTHON ]] ||
 	die "no /usr/bin/python3 leading to /usr/bin/python3.N on this machine (scripts/setup.sh installs it)"
-PROGS=(/usr/bin/dash /usr/bin/bash /usr/bin/kmod "$PYTHON")
+PROGS=(/usr/bin/dash /usr/bin/bash /usr/bin/kmod "$PYTHON" /usr/sbin/blkzone "$BUILD/tools/vblk_pt")
 FIO=$BUILD/fio/fio
 # Names under which kmod runs (Debian: /usr/sbin/modprobe -> /bin/kmod ...).
 KMOD_LINKS=(modprobe insmod rmmod lsmod modinfo depmod)
 # Python modules the guest scripts import (tests/guest/lib.sh).
 PY_IMPORTS="json, errno, os, sys"
 # Scripts of this checkout run in a second-level guest.
-SCRIPTS=(vm/guest-init.sh tests/guest/inner-blk.sh tests/guest/claims.sh tests/guest/lib.sh
+SCRIPTS=(vm/guest-init.sh tests/guest/inner-blk.sh tests/guest/inner-zoned.sh tests/guest/claims.sh tests/guest/lib.sh
 	tests/common.sh bench/guest/bridge-inner.sh bench/guest/lib.sh)
 BUSYBOX=/usr/bin/busybox
 
@@ -96,6 +98,7 @@ if [[ ! -x $BUSYBOX ]] || ldd "$BUSYBOX" >/dev/null 2>&1; then
 	die "no static $BUSYBOX: apt-get install busybox-static"
 fi
 for p in "${PROGS[@]}"; do
+	[[ $p != "$BUILD"/* || -x $p ]] || die "no $p: run make tools"
 	[[ -x $p ]] || die "no $p on this machine (scripts/setup.sh installs it)"
 done
 "$FIO" --version >/dev/null 2>&1 || die "no $FIO: run scripts/build-fio.sh (make fio)"
@@ -186,7 +189,7 @@ printf 'root:x:0:\n' >"$stage/etc/group"
 if ! chk=$(chroot "$stage" /bin/sh -c 'set -e; fio --version; modprobe --version | grep -q kmod
 	if ! /usr/bin/python3 -c "import '"$PY_IMPORTS"'; print(json.dumps(1))" 2>/tmp/py.err ||
 		[ -s /tmp/py.err ]; then cat /tmp/py.err; exit 1; fi
-	rm -f /tmp/py.err; nproc; cat /dev/null
+	rm -f /tmp/py.err; nproc; cat /dev/null; blkzone --version >/dev/null
 	bash -c "hostname >/dev/null"' 2>&1); then
 	die "the archive's programs do not run: $chk"
 fi

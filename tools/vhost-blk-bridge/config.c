@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <linux/blkzoned.h>
 #include <linux/fs.h>
 #include <linux/virtio_blk.h>
 
@@ -111,7 +112,17 @@ int open_backend(struct bridge *b)
 		const char *q = "/sys/dev/block/%u:%u/queue/%s";
 		unsigned int maj = major(st.st_rdev), min = minor(st.st_rdev);
 		int lbs = 512, pbs = 512;
+		__u32 zones = 0;
 
+		/*
+		 * vhost-blk refuses zoned devices (it offers no
+		 * VIRTIO_BLK_F_ZONED); say so now, not when QEMU connects.
+		 */
+		if (!ioctl(fd, BLKGETNRZONES, &zones) && zones) {
+			logmsg("backend %s is a zoned block device (%u zones), which vhost-blk does not serve",
+			       b->backend_path, zones);
+			goto fail;
+		}
 		if (ioctl(fd, BLKGETSIZE64, &b->size) ||
 		    ioctl(fd, BLKSSZGET, &lbs) || ioctl(fd, BLKPBSZGET, &pbs)) {
 			logmsg("%s: cannot read its geometry: %m", b->backend_path);
