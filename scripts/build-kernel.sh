@@ -140,7 +140,7 @@ ccache -M 8G >/dev/null 2>&1 || true
 jobs=${JOBS:-$(nproc)}
 start=$SECONDS
 # The tests' own modules (tests/kmod) build against these objects, from a
-# copy in the object tree, and install next to the kernel's (extra/).
+# copy in the object tree, and install next to the kernel's (updates/).
 kmod=$obj/vstor-kmod
 {
 	make -C "$KSRC" O="$obj" CC="ccache gcc" -j"$jobs" bzImage modules &&

@@ -52,6 +52,7 @@ zn_vhost() {
 		fail "no passed check of the zoned backend in vhost_blk_test's output" || return
 	rc=0
 	out=$(timeout 30 "$BRIDGE" --socket /tmp/zn.sock --backend /dev/vzoned 2>&1) || rc=$?
+	rm -f /tmp/zn.sock /tmp/zn.sock.pid
 	note "vhost-blk-bridge: exit $rc: $out"
 	((rc != 0 && rc != 124)) || fail "vhost-blk-bridge started on a zoned backend (exit $rc)" || return
 	[[ $out == *"zoned block device ($ZN_ZONES zones), which vhost-blk does not serve"* ]] ||
@@ -84,7 +85,7 @@ zn_qemu_major() {
 	qemu-system-x86_64 --version 2>/dev/null | sed -n 's/^QEMU emulator version \([0-9]*\)\..*/\1/p'
 }
 
-desc_zn_nested="QEMU (8.0 or later) passes the zoned null_blk to a second-level guest as a zoned virtio-blk disk with a poll queue: zone model and report, open, close, finish and reset, a write off the write pointer refused, fio zbd verify on the interrupt and poll queues, 32 concurrent zone appends each returned its own sector (interrupt batch on and off, and polled), passthrough lists no writing command, refuses them with EOPNOTSUPP and reads"
+desc_zn_nested="QEMU (8.0 or later) passes the zoned null_blk to a second-level guest as a zoned virtio-blk disk with a poll queue: zone model and report, open, close, finish and reset, a write off the write pointer refused, fio zbd write and verify on the interrupt queue and with hipri (the writes plugged, the reads polled), a polled read with no request interrupt, 32 concurrent zone appends each returned its own sector (the interrupt path with the batch knob on and off, and polled: ended through the driver's completion batch), passthrough lists no writing command, refuses them with EOPNOTSUPP and reads"
 zn_nested() {
 	local qv dir rc=0 c missing=()
 	qv=$(zn_qemu_major)

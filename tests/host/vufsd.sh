@@ -61,22 +61,28 @@ suite_run() {
 	*_wide) opts=(--queues 6 --threads 3) ;;
 	*_handles) opts+=(--daemon-opt=--inode-file-handles=prefer) ;;
 	esac
-	local out rc=0
-	out=$(/usr/bin/python3 "$TOP/tests/tools/vufs_test.py" --daemon vufsd \
-		--bin "$BUILD/tools/vufsd" "${opts[@]}" "${1%_*}" 2>&1) || rc=$?
-	printf '%s\n' "$out"
-	echo "==> vufs_test.py ${opts[*]} ${1%_*}: $(tail -n 1 <<<"$out")"
-	return $rc
+	vufs_run "${opts[*]} ${1%_*}" --daemon vufsd --bin "$BUILD/tools/vufsd" "${opts[@]}" "${1%_*}"
+}
+
+# vufs_run WHAT ARGS...: vufs_test.py ARGS, its output as it comes (a test
+# that times out still leaves what it printed in its log), then a summary
+# line naming WHAT; returns its status.
+vufs_run() {
+	local what=$1 out rc
+	shift
+	out=$(mktemp)
+	/usr/bin/python3 -u "$TOP/tests/tools/vufs_test.py" "$@" 2>&1 | tee "$out"
+	rc=${PIPESTATUS[0]}
+	echo "==> vufs_test.py $what: $(tail -n 1 "$out")"
+	rm -f "$out"
+	return "$rc"
 }
 
 # suite_peer: vufs_test.py --daemon virtiofsd, all scenarios, on the Rust
 # virtiofsd where it is installed, else the C one.
 suite_peer() {
-	local out rc=0 bin=$RUST_VIRTIOFSD
+	local bin=$RUST_VIRTIOFSD
 	[[ -x $bin ]] || bin=$C_VIRTIOFSD
 	[[ -x $bin ]] || { echo "no virtiofsd: neither $RUST_VIRTIOFSD nor $C_VIRTIOFSD"; return 4; }
-	out=$(/usr/bin/python3 "$TOP/tests/tools/vufs_test.py" --daemon virtiofsd --bin "$bin" 2>&1) || rc=$?
-	printf '%s\n' "$out"
-	echo "==> vufs_test.py --daemon virtiofsd ($(head -n 1 <<<"$out" | sed 's/^# //; s/,.*//')): $(tail -n 1 <<<"$out")"
-	return $rc
+	vufs_run "--daemon virtiofsd ($bin)" --daemon virtiofsd --bin "$bin"
 }

@@ -2,8 +2,9 @@
 /*
  * vstor_zap: zone appends from a test, for tests/guest/inner-zoned.sh.
  *
- * Nothing in userspace can issue REQ_OP_ZONE_APPEND (zonefs stopped using it
- * when zone write plugging came), so this module does, at load time:
+ * No userspace interface sends REQ_OP_ZONE_APPEND to a block device (6.12's
+ * zonefs writes with plain writes; btrfs would need a zoned btrfs), so this
+ * module does, at load time:
  *
  *   modprobe vstor_zap path=/dev/vda zone=N nr=32 [polled=1]
  *
@@ -19,12 +20,14 @@
  * load. On success the module stays loaded; the result is in the log and in
  * the parameter result (0). If the appends do not complete within 120 s the
  * load succeeds with result -ETIMEDOUT, since their completions would run
- * this module's code; unloading it then waits for them.
+ * this module's code; unloading it then waits for them, polling them if
+ * they were polled.
  */
 #include <linux/module.h>
 #include <linux/blkdev.h>
 #include <linux/bio.h>
 #include <linux/completion.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 
@@ -47,8 +50,6 @@ module_param(result, int, 0444);
 MODULE_PARM_DESC(result, "0 once the check passed, else -errno; 1 before it ran");
 
 static struct zap *zap_pending;
-
-struct zap;
 
 struct zap_io {
 	struct zap *z;
@@ -74,8 +75,24 @@ static void zap_end_io(struct bio *bio)
 
 	z->sectors[i] = bio->bi_iter.bi_sector;
 	z->status[i] = bio->bi_status;
+	/* The submission's reference; zap_free() puts zap_run()'s. */
+	bio_put(bio);
 	if (atomic_dec_and_test(&z->left))
 		complete(&z->done);
+}
+
+/* One pass over the appends still in flight; returns the completions found. */
+static unsigned int zap_poll(struct zap *z)
+{
+	DEFINE_IO_COMP_BATCH(iob);
+	unsigned int i, found = 0;
+
+	for (i = 0; i < nr; i++)
+		found += max(bio_poll(z->ios[i].bio, &iob, 0), 0);
+	/* Ends them through the driver's batch (virtblk_complete_batch()). */
+	if (iob.complete)
+		iob.complete(&iob);
+	return found;
 }
 
 static void zap_fill(struct page *page, u32 tag)
@@ -113,7 +130,7 @@ static int zap_run(struct block_device *bdev, struct zap *z, u32 seed)
 {
 	sector_t zsize = bdev_zone_sectors(bdev), start = zone * zsize;
 	unsigned long deadline = jiffies + 120 * HZ;
-	unsigned int i, polls = 0, found = 0;
+	unsigned int i, found = 0;
 	sector_t *sorted;
 	struct page *rd;
 	int ret = 0;
@@ -132,25 +149,23 @@ static int zap_run(struct block_device *bdev, struct zap *z, u32 seed)
 		z->ios[i].z = z;
 		z->ios[i].index = i;
 		bio->bi_private = &z->ios[i];
-		/* Our reference: bio_poll() may look at it after completion. */
+		/*
+		 * A reference of our own: bio_poll() looks at the bio after
+		 * it completed.
+		 */
 		bio_get(bio);
 		z->ios[i].bio = bio;
 		submit_bio(bio);
 	}
 	while (polled && atomic_read(&z->left) && time_before(jiffies, deadline) &&
 	       !fatal_signal_pending(current)) {
-		DEFINE_IO_COMP_BATCH(iob);
-
-		for (i = 0; i < nr; i++)
-			found += max(bio_poll(z->ios[i].bio, &iob, 0), 0);
-		if (iob.complete)
-			iob.complete(&iob);
-		if (++polls % 1024 == 0)
-			cond_resched();
+		found += zap_poll(z);
+		cond_resched();
 	}
 	/*
-	 * Killable and bounded: a device that stops answering fails the load.
-	 * The caller then leaks what the appends use (zap_init()).
+	 * Killable and bounded: a device that stops answering ends the check
+	 * with -ETIMEDOUT, and zap_init() keeps the module loaded until the
+	 * appends are done (zap_exit()).
 	 */
 	left = wait_for_completion_killable_timeout(&z->done,
 						    max_t(long, deadline - jiffies, 1));
@@ -158,11 +173,6 @@ static int zap_run(struct block_device *bdev, struct zap *z, u32 seed)
 		pr_err("vstor_zap: %d of %u appends did not complete%s\n",
 		       atomic_read(&z->left), nr, left ? " (killed)" : " in 120 s");
 		return -ETIMEDOUT;
-	}
-	if (polled && found < nr) {
-		pr_err("vstor_zap: polling found %u of %u completions: the rest came by interrupt\n",
-		       found, nr);
-		return -EIO;
 	}
 	for (i = 0; i < nr; i++) {
 		if (z->status[i]) {
@@ -173,6 +183,15 @@ static int zap_run(struct block_device *bdev, struct zap *z, u32 seed)
 	}
 	if (ret)
 		return ret;
+	/*
+	 * bio_poll() counts whatever completed on the poll queue while it
+	 * ran: fewer than @nr means some appends were not polled at all.
+	 */
+	if (polled && found < nr) {
+		pr_err("vstor_zap: polling found %u of %u completions: the rest came by interrupt\n",
+		       found, nr);
+		return -EIO;
+	}
 
 	sorted = kmemdup(z->sectors, nr * sizeof(*sorted), GFP_KERNEL);
 	if (!sorted)
@@ -243,6 +262,7 @@ static void zap_free(struct zap *z)
 static int __init zap_init(void)
 {
 	struct block_device *bdev;
+	unsigned long depth;
 	unsigned int i;
 	struct zap *z;
 	int ret;
@@ -270,6 +290,16 @@ static int __init zap_init(void)
 		pr_err("vstor_zap: %s has no poll queues\n", path);
 		goto out;
 	}
+	/*
+	 * Polled, a submission that waits for a tag would wait for ever: only
+	 * polling frees one, and it starts after the last submission.
+	 */
+	depth = bdev_get_queue(bdev)->nr_requests;
+	if (polled && nr > depth) {
+		pr_err("vstor_zap: nr=%u polled is more than %s's %lu requests\n",
+		       nr, path, depth);
+		goto out;
+	}
 	ret = -ENOMEM;
 	z->ios = kcalloc(nr, sizeof(*z->ios), GFP_KERNEL);
 	z->pages = kcalloc(nr, sizeof(*z->pages), GFP_KERNEL);
@@ -288,7 +318,7 @@ static int __init zap_init(void)
 		/*
 		 * Appends are still in flight, and their completion runs this
 		 * module's code: stay loaded with the result in the parameter,
-		 * and let zap_exit() wait for them.
+		 * and let zap_exit() finish them.
 		 */
 		zap_pending = z;
 		return 0;
@@ -300,10 +330,15 @@ out:
 
 static void __exit zap_exit(void)
 {
-	if (zap_pending) {
-		wait_for_completion(&zap_pending->done);
-		zap_free(zap_pending);
+	if (!zap_pending)
+		return;
+	/* Polled appends complete only when polled. */
+	while (polled && atomic_read(&zap_pending->left)) {
+		zap_poll(zap_pending);
+		cond_resched();
 	}
+	wait_for_completion(&zap_pending->done);
+	zap_free(zap_pending);
 }
 
 module_init(zap_init);
