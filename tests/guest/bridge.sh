@@ -357,11 +357,55 @@ br_loaded() { # br_loaded N: more than N + 500 requests on the vrings
 	(($(br_vring 0 requests) + $(br_vring 1 requests) > $1 + 500))
 }
 
+# br_inner_diag: what a stuck or slow second-level guest was doing, in
+# BR_VDIR/diag.txt and on the output: this guest's load and busiest
+# processes, each thread of the second-level guest's QEMU (state, kernel
+# wait channel, CPU time: a main thread asleep in a socket read while the
+# vCPUs idle is QEMU waiting for a vhost-user reply), whether QEMU's
+# monitor answers (it runs in the main loop), the bridge's last messages
+# and the first problem in the second-level guest's kernel log.
+br_inner_diag() {
+	local qpid t req=$BR_VDIR/qmp/diag.req i
+	qpid=$(pgrep -f "^qemu-system-x86_64 .*path=$BR_SOCK" | head -n 1)
+	{
+		echo "load: $(cat /proc/loadavg)"
+		echo "busiest processes (CPU time):"
+		ps -eo pid,stat,time,comm --sort=-time | head -n 8 | sed 's/^/  /'
+		if [[ -n $qpid ]]; then
+			echo "QEMU $qpid threads (name, state, utime+stime ticks, wait channel):"
+			for t in /proc/"$qpid"/task/*; do
+				# stat's fields after the name, which may hold spaces:
+				# state, then utime and stime 11 and 12 fields on.
+				printf '  %-16s %-12s %s\n' "$(cat "$t/comm")" \
+					"$(sed 's/.*) //' "$t/stat" | awk '{ print $1, $12 + $13 }')" \
+					"$(cat "$t/wchan" 2>/dev/null)"
+			done 2>/dev/null
+			echo '{"execute": "query-status"}' >"$req.tmp" && mv "$req.tmp" "$req"
+			for ((i = 0; i < 200; i++)); do
+				[[ -e ${req%.req}.resp ]] && break
+				sleep 0.2
+			done
+			echo "QEMU's monitor (query-status): $(cat "${req%.req}.resp" 2>/dev/null ||
+				echo "no answer in 40 s: its main loop is blocked")"
+		else
+			echo "no QEMU for $BR_SOCK"
+		fi
+		echo "the bridge's log, last lines:"
+		tail -n 8 "$BR_LOG" 2>/dev/null | sed 's/^/  /'
+		echo "the second-level guest's first kernel problem:"
+		grep -m 1 -E -B 4 -A 8 "$KLOG_BAD|rcu_.* kthread" "$BR_VDIR/console.log" | sed 's/^/  /' |
+			grep . || echo "  none"
+	} 2>&1 | tee "$BR_VDIR/diag.txt"
+}
+
 # br_inner_end RC: after a test with a second-level guest: stop the guest
 # if it still runs (vm.sh stops QEMU on SIGTERM and keeps the logs), keep
 # the bridge's log with them, and on failure show the end of its console
 # and output, say where they are and stop the bridge. Returns RC.
 br_inner_end() {
+	# A failed step with the second-level guest still running: look at it
+	# before stopping it.
+	(($1)) && [[ -n ${BR_VPID:-} ]] && kill -0 "$BR_VPID" 2>/dev/null && br_inner_diag
 	if [[ -n ${BR_VPID:-} ]] && kill -0 "$BR_VPID" 2>/dev/null; then
 		kill -TERM "$BR_VPID"
 		wait "$BR_VPID"
