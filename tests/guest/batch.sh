@@ -69,6 +69,7 @@ desc_batch_observed="the interrupt path batches: after reads at QD16 from CPU 0 
 batch_observed() {
 	local d b c
 	d=$(disk_by_serial vstor0) || fail "no vstor0" || return
+	ring_fills "$d" || return
 	plain_disk "$d" || return
 	echo 0 >"/sys/block/$d/queue/rq_affinity"
 	for b in 0 1 0 1; do
@@ -135,9 +136,22 @@ rounds() {
 # descriptors the driver gives a queue half the ring's entries as tags (8
 # for 16), and a 4 KiB request takes three entries (header, data, status),
 # so 5 requests fill the ring.
+#
+# QEMU 10.0.13 (Debian 13's since 2026-08) makes every virtqueue 1024
+# entries whatever queue-size says: its backport of "virtio-mmio: fix
+# QUEUE_NUM_MAX" (CVE-2026-50626) sets the size to VIRTQUEUE_MAX_SIZE in
+# virtio_add_queue() for every transport (7.2 and 11.1 honour queue-size).
+# The guest then has 512 tags per queue and a 1024-entry ring that 4 KiB
+# requests cannot fill, while seg_max still follows queue-size (14
+# segments). That case, and only that one, skips, saying so.
 ring_fills() {
-	local n
+	local n segs
 	n=$(awk -F= '$1 == "nr_tags" { print $2; exit }' "/sys/kernel/debug/block/$1/hctx0/tags")
+	segs=$(cat "/sys/block/$1/queue/max_segments")
+	if [[ $n == 512 && $segs == 14 ]]; then
+		skip "$1: 512 tags per queue and 14 segments: the VMM kept seg_max from queue-size=16 but gave a 1024-entry ring (the host's VMM: $(qemu-system-x86_64 --version 2>/dev/null | head -n 1)); no 4 KiB load fills such a ring before its tags run out"
+		return
+	fi
 	expect_eq "$1 tags per hardware queue (16-entry ring, no indirect descriptors)" "$n" 8
 }
 

@@ -328,9 +328,13 @@ br_inner() {
 # the time is up, when the second-level guest ends first (unless BR_VPID is
 # empty), or at once when COMMAND returns 2 (it printed why).
 br_step() {
-	local step=$1 limit=$2 t0=$SECONDS rc
+	local step=$1 limit=$2 t0=$SECONDS rc sampled=$SECONDS
 	shift 2
 	while :; do
+		if [[ -n $BR_VPID ]] && ((SECONDS - sampled >= 10)); then
+			br_sample
+			sampled=$SECONDS
+		fi
 		"$@"
 		rc=$?
 		((rc == 0)) && break
@@ -357,13 +361,31 @@ br_loaded() { # br_loaded N: more than N + 500 requests on the vrings
 	(($(br_vring 0 requests) + $(br_vring 1 requests) > $1 + 500))
 }
 
+# br_sample: one line of BR_VDIR/timeline.txt, every 10 s of a step with
+# the second-level guest running: this guest's uptime and load, the CPU
+# time (ticks) of the second-level guest's QEMU and of the bridge, and the
+# last time stamp in the second-level guest's console. QEMU's ticks growing
+# while the console's time stands still is a guest running slowly; both
+# standing still is QEMU blocked.
+br_sample() {
+	local qpid ticks=- bticks=-
+	qpid=$(pgrep -f "^qemu-system-x86_64 .*path=$BR_SOCK" | head -n 1)
+	[[ -n $qpid ]] && ticks=$(sed 's/.*) //' "/proc/$qpid/stat" 2>/dev/null | awk '{ print $12 + $13 }')
+	bticks=$(sed 's/.*) //' "/proc/$BR_PID/stat" 2>/dev/null | awk '{ print $12 + $13 }')
+	echo "up $(cut -d' ' -f1 /proc/uptime) load $(cut -d' ' -f1-3 /proc/loadavg)" \
+		"qemu ${ticks:--} bridge ${bticks:--}" \
+		"console $(grep -o '^\[ *[0-9]*\.[0-9]*\]' "$BR_VDIR/console.log" 2>/dev/null | tail -n 1)" \
+		>>"$BR_VDIR/timeline.txt"
+}
+
 # br_inner_diag: what a stuck or slow second-level guest was doing, in
 # BR_VDIR/diag.txt and on the output: this guest's load and busiest
 # processes, each thread of the second-level guest's QEMU (state, kernel
-# wait channel, CPU time: a main thread asleep in a socket read while the
-# vCPUs idle is QEMU waiting for a vhost-user reply), whether QEMU's
-# monitor answers (it runs in the main loop), the bridge's last messages
-# and the first problem in the second-level guest's kernel log.
+# wait channel, CPU time: a thread asleep in a unix socket read, often the
+# vCPU that started the device, with the others waiting for the global
+# lock, is QEMU waiting for a vhost-user reply), whether QEMU's monitor
+# answers (it needs that lock), the bridge's state and last messages, the
+# timeline br_sample kept, and the kernel problems of both guests.
 br_inner_diag() {
 	local qpid t req=$BR_VDIR/qmp/diag.req i
 	qpid=$(pgrep -f "^qemu-system-x86_64 .*path=$BR_SOCK" | head -n 1)
@@ -390,10 +412,16 @@ br_inner_diag() {
 		else
 			echo "no QEMU for $BR_SOCK"
 		fi
+		echo "the bridge ($BR_PID): state $(sed 's/.*) //' "/proc/$BR_PID/stat" 2>/dev/null |
+			awk '{ print $1 }'), wait channel $(cat "/proc/$BR_PID/wchan" 2>/dev/null)"
 		echo "the bridge's log, last lines:"
-		tail -n 8 "$BR_LOG" 2>/dev/null | sed 's/^/  /'
+		tail -n 15 "$BR_LOG" 2>/dev/null | sed 's/^/  /'
+		echo "every 10 s ($BR_VDIR/timeline.txt), the last minutes:"
+		tail -n 12 "$BR_VDIR/timeline.txt" 2>/dev/null | sed 's/^/  /'
+		echo "this guest's kernel problems:"
+		dmesg | grep -E -A 3 "$KLOG_BAD|rcu_.* kthread" | head -n 12 | sed 's/^/  /' | grep . || echo "  none"
 		echo "the second-level guest's first kernel problem:"
-		grep -m 1 -E -B 4 -A 8 "$KLOG_BAD|rcu_.* kthread" "$BR_VDIR/console.log" | sed 's/^/  /' |
+		grep -m 1 -E -B 4 -A 30 "$KLOG_BAD|rcu_.* kthread" "$BR_VDIR/console.log" | sed 's/^/  /' |
 			grep . || echo "  none"
 	} 2>&1 | tee "$BR_VDIR/diag.txt"
 }
@@ -435,7 +463,9 @@ br_nested() {
 }
 br_nested_run() {
 	vhost_blk_load || return
-	br_start br-nested --backend /dev/ram0 --queues 2 || return
+	# --verbose: the bridge logs each vhost-user message, so that a stuck
+	# start shows the last one QEMU sent (br_inner_diag).
+	br_start br-nested --backend /dev/ram0 --queues 2 --verbose || return
 	local d before after
 	br_inner br-nested verify ,reconnect=1 \
 		$((BR_T_UP + BR_T_FIO + BR_T_RECONNECT + BR_T_END + BR_T_LOAD + BR_T_GONE + 60))
@@ -455,7 +485,7 @@ br_nested_run() {
 	# (reconnect=1) connects to the new one and starts the device again.
 	cp "$BR_LOG" "$d/bridge-first.log"
 	br_stop || return
-	br_start br-nested --backend /dev/ram0 --queues 2 || return
+	br_start br-nested --backend /dev/ram0 --queues 2 --verbose || return
 	br_step "reconnect: QEMU runs the device on the restarted bridge" \
 		$BR_T_RECONNECT br_running || return
 	: >"$d/go2"
