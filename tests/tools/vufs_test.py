@@ -58,8 +58,9 @@ several malformed chains: those checks are marked `# SKIP vufsd only` with
 the reason. The Rust one runs them: where it differs, the check says how
 (RUST_DIFFS for the malformed scenario, inline elsewhere), and in the
 malformed scenario a difference nobody wrote down fails. Its vring worker
-panics on most malformed requests; the harness checks that the daemon
-lives and the vring serves no more, then starts it again.
+panics on most malformed requests; the harness checks that the vring
+serves no more while the daemon runs on (started without RUST_BACKTRACE,
+which would make its seccomp filter kill it), then starts it again.
 """
 import argparse
 import contextlib
@@ -107,6 +108,9 @@ DT_DIR, DT_REG, DT_LNK = 4, 8, 10
 XATTR_CREATE = 1
 # A Rust panic logged, nothing back this long after it: the vring is lost.
 RUST_PANIC_GRACE_S = 0.3
+# The thread the Rust virtiofsd serves its vrings on (vhost-user-backend
+# names it); without --thread-pool-size it also runs the requests.
+RUST_VRING_THREAD = "vring_worker"
 # After a panic, how long a good request on that vring is given.
 RUST_DEAD_S = 0.5
 # What a panic's message says went wrong, by the error it unwrapped.
@@ -120,20 +124,28 @@ RUST_PANIC_CLASSES = (
 # must do in the malformed scenario, case by case: (what it does, why[,
 # the errno]). Malformed.reply_rust fails a case that differs in any other
 # way, or where this table is silent. Its vring worker thread unwraps the
-# error of every request it cannot take apart or answer (vhost_user.rs,
-# "called Result::unwrap() on an Err value" in its log), and the whole
-# daemon then ends (here by SIGSYS: its own seccomp filter kills it as the
-# panic ends the process), taking the guest's device with it unless the
-# VMM connects a new daemon. Each "panics:CLASS" is checked
-# for the class of the unwrapped error, a vring that no longer serves, and
-# a daemon that ended.
+# error of every request it cannot take apart or answer (vhost_user.rs:277
+# in 1.13.2, "called Result::unwrap() on an Err value" in its log). The
+# panic unwinds (Debian builds it with panic=unwind) and ends that thread
+# only, the one that serves every vring: the process runs on with no
+# queue served and the vhost-user connection open, so the guest's file
+# system hangs and the VMM sees no disconnect to recover from. That is
+# with RUST_BACKTRACE unset, as a VMM or systemd starts it, and the harness
+# starts it so (Daemon.spawn): with RUST_BACKTRACE=1 the panic hook's
+# backtrace calls getcwd(), which the seccomp allowlist lacks, and the
+# filter kills the whole process with SIGSYS (Malformed.backtrace_case).
+# Each "panics:CLASS" is checked for the class of the unwrapped error, a
+# vring that serves no more, and a daemon that runs on without its vring
+# thread and still answers on its connection.
 RUST_PANIC_DECODE = ("its vring worker panics on a request it cannot decode "
                      "(short arguments or header, a name without NUL, a "
-                     "chain it cannot read), and the daemon ends")
+                     "chain it cannot read)")
 RUST_PANIC_REPLY = ("its vring worker panics when the reply does not fit the "
-                    "writable part (or there is none), and the daemon ends")
+                    "writable part (or there is none)")
 RUST_PANIC_RING = ("its vring worker panics on a descriptor outside guest "
-                   "memory, and the daemon ends")
+                   "memory")
+RUST_PANIC_LOST = ("; the daemon runs on with every queue dead: the guest's "
+                   "file system hangs, the VMM sees no disconnect")
 RUST_LEN = ("it ignores in_header.len, as the C one does, and answers from "
             "the chain's own length")
 RUST_LENIENT_CHAIN = ("it walks at most a ring's worth of descriptors and "
@@ -246,7 +258,8 @@ RUST_DIFFS = {
 }
 RUST_DIFFS.update({name: ("panics:" + cls, {"decode": RUST_PANIC_DECODE,
                                             "reply": RUST_PANIC_REPLY,
-                                            "ring": RUST_PANIC_RING}[cls])
+                                            "ring": RUST_PANIC_RING}[cls]
+                            + RUST_PANIC_LOST)
                    for cls, names in RUST_PANICS.items() for name in names})
 STAT_KEYS = ("requests", "bytes_in", "bytes_out", "errors", "malformed")
 FALLOC_FL_KEEP_SIZE = 1
@@ -296,6 +309,7 @@ class Daemon:
         self.served_by = None       # the serving process, once started
         self.pass_fds = ()          # descriptors it inherits
         self._rust = None
+        self.backtrace = False      # start the Rust one with RUST_BACKTRACE=1
         self.log_mark = 0           # the log's size at the last start
 
     def argv(self, socket_path=None):
@@ -335,13 +349,22 @@ class Daemon:
         return self._rust
 
     def spawn(self, argv):
+        env, shown = None, argv
+        if self.rust:
+            # RUST_BACKTRACE decides whether a vring worker's panic ends the
+            # Rust virtiofsd (see RUST_DIFFS): never the caller's.
+            env = {k: v for k, v in os.environ.items()
+                   if k != "RUST_BACKTRACE"}
+            if self.backtrace:
+                env["RUST_BACKTRACE"] = "1"
+                shown = ["RUST_BACKTRACE=1"] + argv
         with open(self.log, "a") as log:
-            log.write(f"=== {' '.join(argv)}\n")
+            log.write(f"=== {' '.join(shown)}\n")
             log.flush()
             return subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                     stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True,
-                                    pass_fds=self.pass_fds,
+                                    pass_fds=self.pass_fds, env=env,
                                     preexec_fn=die_with_parent)
 
     def start(self):
@@ -419,6 +442,38 @@ class Daemon:
             return len(os.listdir(f"/proc/{self.pid}/task"))
         except OSError:
             return None
+
+    def thread_names(self):
+        """The serving process's thread names (none once it is gone)."""
+        names = []
+        try:
+            tids = os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            return names
+        for tid in tids:
+            try:
+                with open(f"/proc/{self.pid}/task/{tid}/comm") as f:
+                    names.append(f.read().strip())
+            except OSError:
+                pass
+        return names
+
+    def panic_over(self, timeout):
+        """After the Rust virtiofsd's vring worker panicked: "ended" (the
+        process is gone), "runs" (the thread has unwound and exited, the
+        process lives on) or "panicking" (neither within `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            # The names first: a process gone in between has none and is
+            # then seen dead.
+            worker = RUST_VRING_THREAD in self.thread_names()
+            if not self.alive():
+                return "ended"
+            if not worker:
+                return "runs"
+            if time.monotonic() > deadline:
+                return "panicking"
+            time.sleep(0.01)
 
     def ensure(self):
         """Before a connection: virtiofsd serves one connection per run, so
@@ -1456,27 +1511,37 @@ class Malformed:
         if how == "stall":
             return "stalls", (f"{desc}: no completion in "
                               f"{self.ctx.args.timeout} s, no panic")
-        line = self.ctx.daemon.panic_line()
+        d = self.ctx.daemon
+        line = d.panic_line()
         cls = next((c for c, keys in RUST_PANIC_CLASSES
                     if any(k in line for k in keys)), "other")
-        # What the table says of a panic: the vring serves no more and the
-        # whole daemon ends (on Debian 13, killed by its own seccomp filter
-        # as the panic ends the process).
+        # What the table says of a panic: the vring serves no more; the
+        # daemon runs on without its vring thread and still answers the VMM,
+        # or, started with RUST_BACKTRACE=1, its seccomp filter kills it.
+        end = d.panic_over(self.ctx.args.timeout)
         dead = self.vring_dead(queue)
-        d = self.ctx.daemon
-        try:
-            rc = d.proc.wait(self.ctx.args.timeout)
-        except subprocess.TimeoutExpired:
-            rc = None
-        sig = -rc if rc is not None and rc < 0 else None
+        rc = d.proc.poll()
+        if rc is None:
+            try:
+                self.dev.conn.get_features()
+                answers = True
+            except (OSError, vu.VhostUserError):
+                answers = False
+            daemon = ("daemon runs on without its vring thread and answers "
+                      "on its connection" if end == "runs" and answers else
+                      f"daemon still runs, its vring thread "
+                      f"{'gone' if end == 'runs' else 'still there'}, its "
+                      f"connection {'answers' if answers else 'dead'}")
+            as_table = (not d.backtrace and end == "runs" and answers)
+        else:
+            daemon = (f"daemon ended by {signal.Signals(-rc).name}" if rc < 0
+                      else f"daemon exited {rc}")
+            as_table = d.backtrace and rc == -signal.SIGSYS
         return f"panics:{cls}", (
             f"{desc}: no completion; its vring worker panicked ({line}); "
             f"the vring {'serves no more' if dead else 'still serves'}, the "
-            + ("daemon still runs" if rc is None else
-               f"daemon ended by {signal.Signals(sig).name}" if sig else
-               f"daemon exited {rc}")) + (
-                "" if dead and rc is not None
-                else " [not what the table says]")
+            f"{daemon}") + ("" if dead and as_table
+                            else " [not what the table says]")
 
     def vring_dead(self, queue):
         """After a panic: a good request on the same vring (GETATTR, or a
@@ -1500,6 +1565,7 @@ class Malformed:
         was lost, then a good request on it."""
         if seen.startswith("panics") or seen == "stalls":
             self.revive()
+            self.revived += 1
             self.still_serves(desc, queue, fresh=True)
         else:
             self.still_serves(desc, queue)
@@ -1522,17 +1588,19 @@ class Malformed:
                                                if len(rust) > 2 else "")
                                             if rust else "") + "]")
 
-    def revive(self):
-        """After the Rust virtiofsd lost a vring: a fresh daemon, a fresh
-        connection on the same guest memory, INIT and the fixture looked
-        up again. self.dev and self.s stay the same objects (the cases hold
-        them), re-pointed at the new connection."""
+    def revive(self, backtrace=False):
+        """After the Rust virtiofsd lost a vring: a fresh daemon (with
+        RUST_BACKTRACE=1 if `backtrace`), a fresh connection on the same
+        guest memory, INIT and the fixture looked up again. self.dev and
+        self.s stay the same objects (the cases hold them), re-pointed at
+        the new connection."""
         d = self.ctx.daemon
         own, self.dev.own_mem = self.dev.own_mem, False
         self.dev.close()
         d.stop()
         for vq in self.dev.vqs:  # nobody uses the old rings any more
             vq.free_ring_memory()
+        d.backtrace = backtrace
         d.start()
         dev = fp.FsDevice(d.socket, self.ctx.nreq, self.dev.queue_size,
                           timeout=self.ctx.args.timeout, mem=self.mem)
@@ -1545,7 +1613,6 @@ class Malformed:
             raise vu.VhostUserError(f"revive: INIT: {r.errname()}")
         self.fixture()
         self.fds_base = d.fds()  # the fd check at the end: this daemon's
-        self.revived += 1
 
     def raw(self, readable, writable, in_split=None, out_split=None,
             unique=0, opcode=0):
@@ -1822,6 +1889,26 @@ class Malformed:
             for gpa in (table, inner, rd, wr):
                 mem.free(gpa)
 
+    def backtrace_case(self):
+        """What decides whether a panic ends the Rust virtiofsd: the first
+        header case again, on a daemon started with RUST_BACKTRACE=1. Its
+        panic hook then prints a backtrace, which calls getcwd() (in the
+        kernel's log: type=1326 ... syscall=79), and the seccomp filter
+        kills the process with SIGSYS where without it the daemon runs on."""
+        if any(o.startswith("--seccomp") for o in self.ctx.daemon.extra):
+            self.t.skip("malformed: with RUST_BACKTRACE=1",
+                        "the SIGSYS is the default --seccomp=kill's")
+            return
+        full = hdr(Op.GETATTR, self.s.next_unique(), extra=16) + \
+            fp.GETATTR_IN.pack(0, 0, 0)
+        self.revive(backtrace=True)
+        self.reply("readable part of 20 bytes, shorter than the in header, "
+                   "with RUST_BACKTRACE=1", self.raw(full[:20], 16 + 104),
+                   ("einval", 0), rust=(
+                       "panics:decode", "the same panic; the backtrace it "
+                       "prints calls getcwd(), outside its seccomp "
+                       "allowlist, and the filter kills the daemon"))
+
     def small_writable_cases(self):
         """Outside the stats window: the contract only asks for an error."""
         s = self.s
@@ -1966,6 +2053,8 @@ class Malformed:
         self.counted("length fields beyond the args: ",
                      [self.length_field_cases])
         self.small_writable_cases()
+        if ctx.rust:
+            self.backtrace_case()
         r = s.read(self.file, self.fh, 0, 8192)
         t.ok(r.error == 0 and r.data == read_host(ctx.host("malformed",
                                                            "f")),
