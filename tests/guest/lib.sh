@@ -193,6 +193,16 @@ expect_hipri_unsupported() {
 BRIDGE=$TOOLS/vhost-blk-bridge
 VUB=$TOP/tests/tools/vub_test.py
 
+# qemu_version: the version of the QEMU this guest would run (the host's,
+# through the shared root) as MAJOR * 100 + MINOR (702, 1000, 1101).
+qemu_version() {
+	local major minor
+	read -r major minor < <(qemu-system-x86_64 --version 2>/dev/null |
+		sed -n 's/^QEMU emulator version \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+	[[ -n $minor ]] || { fail "cannot tell the version of qemu-system-x86_64"; return; }
+	echo $((major * 100 + minor))
+}
+
 # br_start NAME ARGS...: start the bridge on /tmp/NAME.sock with its stats in
 # /tmp/NAME.stats and its log in /tmp/NAME.log; sets BR_PID, BR_SOCK,
 # BR_STATS and BR_LOG.

@@ -80,17 +80,11 @@ zn_watch() {
 	return "$rc"
 }
 
-# zn_qemu_major: the major version of the QEMU this guest would run.
-zn_qemu_major() {
-	qemu-system-x86_64 --version 2>/dev/null | sed -n 's/^QEMU emulator version \([0-9]*\)\..*/\1/p'
-}
-
 desc_zn_nested="QEMU (8.0 or later) passes the zoned null_blk to a second-level guest as a zoned virtio-blk disk with a poll queue: zone model and report, open, close, finish and reset, a write off the write pointer refused, fio zbd write and verify on the interrupt queue and with hipri (the writes plugged, the reads polled), a polled read with no request interrupt, 32 concurrent zone appends each returned its own sector (the interrupt path with the batch knob on and off, and polled: ended through the driver's completion batch), passthrough lists no writing command, refuses them with EOPNOTSUPP and reads"
 zn_nested() {
 	local qv dir rc=0 c missing=()
-	qv=$(zn_qemu_major)
-	[[ -n $qv ]] || fail "cannot tell the version of qemu-system-x86_64" || return
-	((qv >= 8)) || skip "QEMU $qv: zoned virtio-blk came with QEMU 8.0 (a Debian 13 root has QEMU 10)" || return
+	qv=$(qemu_version) || return
+	((qv >= 800)) || skip "QEMU $((qv / 100)).$((qv % 100)): zoned virtio-blk came with QEMU 8.0 (a Debian 13 root has QEMU 10)" || return
 	zn_disk || return
 	# Every zone empty, whatever an earlier run left.
 	blkzone reset /dev/vzoned || fail "cannot reset the zones of /dev/vzoned" || return
