@@ -44,6 +44,11 @@ CONFIGS=$TOP/kernel/configs
 # Modules of the tests, built with each guest kernel (scripts/build-kernel.sh).
 KMOD_SRC=$TOP/tests/kmod
 
+# What the project keeps between clones of itself, as ccache keeps compiles:
+# the base commits' objects (scripts/prepare.sh). Removing it costs time,
+# never correctness.
+VSTOR_CACHE=${VSTOR_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/vstor}
+
 # virtio-fs's reference daemon, vufsd's peer: the Rust virtiofsd (Debian
 # 13's package virtiofsd) where installed, else QEMU 7.2's C virtiofsd
 # (Debian 12's qemu-system-x86; QEMU 8 dropped it).
