@@ -101,7 +101,7 @@ cache=$VSTOR_CACHE/bases/$BASE_PKG-$ver-$(sha256sum <"$BASE_TARBALL" | cut -c1-2
 # or git cannot read it.
 base_from_cache() {
 	local commit f
-	[[ -r $cache/commit ]] || return 1
+	[[ -r $cache/commit && -r $cache/ignored.tar && -r $cache/files ]] || return 1
 	read -r commit <"$cache/commit" || return 1
 	git -C "$tmp" init -q -b master || return 1
 	for f in "$cache"/pack-*.pack "$cache"/pack-*.idx; do
@@ -111,12 +111,11 @@ base_from_cache() {
 		ln "$f" "$tmp/.git/objects/pack/" 2>/dev/null ||
 			cp "$f" "$tmp/.git/objects/pack/" || return 1
 	done
-	[[ -r $cache/ignored.tar ]] || return 1
 	git -C "$tmp" update-ref refs/heads/master "$commit" &&
 		git -C "$tmp" reset -q --hard &&
 		tar -xf "$cache/ignored.tar" -C "$tmp" &&
 		[[ -z $(git -C "$tmp" status --porcelain) ]] &&
-		[[ $(count_files "$tmp") == "$(cat "$cache/files" 2>/dev/null)" ]]
+		[[ $(count_files "$tmp") == "$(<"$cache/files")" ]]
 }
 
 # count_files DIR: how many files and links DIR holds, .git aside.

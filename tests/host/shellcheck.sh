@@ -25,9 +25,7 @@ done < <(cd "$TOP" && find . \( -path ./.git -o -path ./build -o -path ./out -o 
 # them (every test loads this file again, so a process per file added
 # most of the suite's time after shellcheck's own).
 if ((${#_other[@]})); then
-	while IFS= read -r _f; do
-		TESTS+=("$_f")
-	done < <(cd "$TOP" && awk 'FNR == 1 { if ($0 ~ /^#! ?\/(usr\/)?bin\/(env )?(ba)?sh/) print FILENAME; nextfile }' "${_other[@]}" 2>/dev/null)
+	mapfile -t -O "${#TESTS[@]}" TESTS < <(cd "$TOP" && awk 'FNR == 1 { if ($0 ~ /^#! ?\/(usr\/)?bin\/(env )?(ba)?sh/) print FILENAME; nextfile }' "${_other[@]}" 2>/dev/null)
 	mapfile -t TESTS < <(printf '%s\n' "${TESTS[@]}" | LC_ALL=C sort)
 fi
 unset _f _other
