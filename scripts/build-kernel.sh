@@ -67,19 +67,91 @@ log "building $flavor kernel: base $BASE_PKG $base (Linux $kver) + $npatch patch
 
 kmake() { make -s -C "$KSRC" "$@"; }
 
+# The object tree of a clean build is kept in VSTOR_CACHE, as ccache keeps
+# each compile, under a key of everything the build reads: the stamp below
+# (the tree's content, the fragments, this script, the tests' modules) and
+# the toolchain. Another clone at the same series restores it instead of
+# running make (a fresh clone's make took 80-125 s here, with every
+# compile a ccache hit). One tree is kept per base and flavour. Removing
+# the cache costs time, never correctness; VSTOR_KOBJ_CACHE=0 leaves it
+# alone.
+kcache=$VSTOR_CACHE/kobj/$BASE_PKG-$flavor
+kcache_key() {
+	local cc1
+	cc1=$(gcc -print-prog-name=cc1)
+	{
+		echo "r1 $1"
+		gcc --version | head -n 1
+		ld --version | head -n 1
+		make --version | head -n 1
+		stat -L -c '%n %s %Y' "$(command -v gcc)" "$cc1"
+	} | sha256sum | cut -c1-24
+}
+
+# kcache_save KEY: keep $obj under KEY (in place of this base and flavour's
+# older tree). A failure only costs the next clone a build.
+kcache_save() {
+	[[ ${VSTOR_KOBJ_CACHE:-1} == 1 && ! -f $kcache/$1/done ]] || return 0
+	local new
+	mkdir -p "$kcache" && new=$(mktemp -d "$kcache/.new.XXXXXX") || return 0
+	if cp -a "$obj" "$new/obj" && echo "$BUILD" >"$new/build-dir" && touch "$new/done"; then
+		find "$kcache" -mindepth 1 -maxdepth 1 ! -name "${new##*/}" ! -name '.new.*' -exec rm -rf {} +
+		mv "$new" "$kcache/$1" && log "kept the $flavor object tree in $kcache/$1" && return 0
+	fi
+	rm -rf "$new"
+	log "could not keep the object tree in $kcache (only costs time)"
+}
+
+# kcache_restore KEY: $obj from the tree kept under KEY. Paths of the clone
+# that built it become this clone's (kbuild's .cmd files name the sources
+# by absolute path), and every file is made newer than the sources, which
+# a prepare has just written: make then rebuilds nothing, and after a
+# checkout (scripts/check-series.sh) exactly what changed.
+kcache_restore() {
+	local src=$kcache/$1 tmp=$obj.restore old now
+	[[ ${VSTOR_KOBJ_CACHE:-1} == 1 && -f $src/done && -d $src/obj ]] || return 1
+	old=$(cat "$src/build-dir")
+	rm -rf "$tmp"
+	if cp -a "$src/obj" "$tmp" && [[ -f $tmp/arch/x86/boot/bzImage && -d $tmp/modroot/lib/modules ]]; then
+		if [[ $old != "$BUILD" ]]; then
+			# shellcheck disable=SC2016 # perl's variables, not the shell's
+			{ grep -rlIZF -- "$old/" "$tmp" || (($? == 1)); } | OLD=$old/ NEW=$BUILD/ xargs -0r perl -pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/g' &&
+				find "$tmp" -type l -lname "$old/*" -printf '%l\t%p\n' |
+				while IFS=$'\t' read -r target link; do
+					ln -sfn "$BUILD/${target#"$old/"}" "$link" || exit 1
+				done
+		fi &&
+			now=$(date +%s) && find "$tmp" -exec touch -h -d "@$now" {} + &&
+			rm -rf "$obj" && mv "$tmp" "$obj" &&
+			log "$flavor kernel restored from $src (built in $old; make not run)" && return 0
+	fi
+	rm -rf "$tmp"
+	log "could not restore the object tree from $src: building"
+	return 1
+}
+
 # A clean tree at a commit this flavour was last built from, with the same
 # fragments and this same script, needs no make at all: say so and stop.
 # (A no-op make of the whole tree takes 20-40 s here; any uncommitted edit
 # in build/linux means a real make.)
-stamp=""
+# The stamp names the tree by its content (git's tree object): the
+# commits' dates, and so their ids, differ from one prepare to the next.
+stamp="" key=""
 if [[ -z $(git -C "$KSRC" status --porcelain | head -n 1) ]]; then
 	stamp=$({
-		echo "$flavor $(git -C "$KSRC" rev-parse HEAD)"
+		echo "$flavor $(git -C "$KSRC" rev-parse 'HEAD^{tree}')"
 		cat "${frags[@]}" "$0" "$KMOD_SRC"/*
 	} | sha256sum | cut -d' ' -f1)
+	key=$(kcache_key "$stamp")
 	if [[ -f $obj/.vstor-built && $(cat "$obj/.vstor-built") == "$stamp" &&
 		-f $obj/arch/x86/boot/bzImage && -d $obj/modroot/lib/modules ]]; then
 		log "$flavor kernel is up to date ($obj, built from $(git -C "$KSRC" log -1 --format=%h) with these fragments)"
+		kcache_save "$key"
+		exit 0
+	fi
+	if kcache_restore "$key"; then
+		echo "$stamp" >"$obj/.vstor-built"
+		git -C "$KSRC" rev-parse HEAD >"$obj/.vstor-built-at"
 		exit 0
 	fi
 fi
@@ -160,3 +232,4 @@ if [[ -n $stamp ]]; then
 	git -C "$KSRC" rev-parse HEAD >"$obj/.vstor-built-at"
 fi
 log "built $obj/arch/x86/boot/bzImage and modules (in $obj/modroot) in $((SECONDS - start))s ($(make -s -C "$KSRC" O="$obj" kernelrelease))"
+[[ -z $key ]] || kcache_save "$key"
