@@ -73,17 +73,24 @@ links() {
 	ln -sfn ../fio-src/fio/fio "$OUT/fio"
 	ln -sfn ../fio-src/fio/t/io_uring "$OUT/io_uring"
 }
-# cache_save: keep TREE for the next clone, in place of an older one (a
-# failure only costs that clone a build).
+# cache_lock: hold VSTOR_CACHE/fio/.lock (fd 8) while the cache is read or
+# changed: two clones of the project may build fio at once.
+cache_lock() {
+	vstor_cache_usable && mkdir -p "$VSTOR_CACHE/fio" && exec 8>>"$VSTOR_CACHE/fio/.lock" && flock 8
+}
+
+# cache_save: keep TREE for the next clone, in place of an older one (and
+# of any copy a killed save left); a failure only costs that clone a build.
 cache_save() {
-	local new
+	local new=""
 	[[ ! -f $cache/done ]] || return 0
-	mkdir -p "$VSTOR_CACHE/fio" && new=$(mktemp -d "$VSTOR_CACHE/fio/.new.XXXXXX") || return 0
-	if cp -a "$TREE" "$new/tree" && touch "$new/done"; then
-		find "$VSTOR_CACHE/fio" -mindepth 1 -maxdepth 1 ! -name "${new##*/}" ! -name '.new.*' -exec rm -rf {} +
-		mv "$new" "$cache" && log "kept the fio tree in $cache" && return 0
+	cache_lock || return 0
+	if new=$(mktemp -d "$VSTOR_CACHE/fio/.new.XXXXXX") && cp -a "$TREE" "$new/tree" && touch "$new/done"; then
+		find "$VSTOR_CACHE/fio" -mindepth 1 -maxdepth 1 ! -name "${new##*/}" ! -name .lock -exec rm -rf {} + || true
+		mv -T "$new" "$cache" && log "kept the fio tree in $cache" && new=""
 	fi
-	rm -rf "$new"
+	[[ -z $new ]] || rm -rf "$new"
+	exec 8>&-
 }
 
 if [[ -f $STAMP && $(cat "$STAMP") == "$fio_key" && -x $OUT/io_uring ]] &&
@@ -92,15 +99,17 @@ if [[ -f $STAMP && $(cat "$STAMP") == "$fio_key" && -x $OUT/io_uring ]] &&
 	cache_save
 	exit 0
 fi
-if [[ -f $cache/done ]]; then
+if [[ -f $cache/done && ! -L $cache/tree ]] && cache_lock; then
 	mkdir -p "$SRC" "$OUT"
 	rm -rf "$TREE.restore"
-	if cp -a "$cache/tree" "$TREE.restore" && rm -rf "$TREE" && mv "$TREE.restore" "$TREE" &&
-		links && "$OUT/fio" --version >/dev/null 2>&1 && [[ -x $OUT/io_uring ]]; then
+	if mkdir "$TREE.restore" && cp -a "$cache/tree/." "$TREE.restore/" && rm -rf "$TREE" &&
+		mv -T "$TREE.restore" "$TREE" && links && "$OUT/fio" --version >/dev/null 2>&1 &&
+		[[ -x $OUT/io_uring ]]; then
 		echo "$fio_key" >"$STAMP"
 		log "fio restored from $cache: $("$OUT/fio" --version)"
 		exit 0
 	fi
+	exec 8>&-
 	rm -rf "$TREE.restore"
 	log "could not restore fio from $cache: building"
 fi

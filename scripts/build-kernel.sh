@@ -68,38 +68,73 @@ log "building $flavor kernel: base $BASE_PKG $base (Linux $kver) + $npatch patch
 kmake() { make -s -C "$KSRC" "$@"; }
 
 # The object tree of a clean build is kept in VSTOR_CACHE, as ccache keeps
-# each compile, under a key of everything the build reads: the stamp below
-# (the tree's content, the fragments, this script, the tests' modules) and
-# the toolchain. Another clone at the same series restores it instead of
-# running make (a fresh clone's make took 80-125 s here, with every
-# compile a ccache hit). One tree is kept per base and flavour. Removing
-# the cache costs time, never correctness; VSTOR_KOBJ_CACHE=0 leaves it
-# alone.
+# each compile, under a key of what the build reads: the stamp below (the
+# tree's content, the fragments, this script, the tests' modules), the
+# toolchain (gcc and cc1 by version and file, and the Debian versions of
+# binutils, make, pahole, libelf, bison, flex and libssl; rustc), and what
+# the environment and a calling make hand kbuild (KCFLAGS, LOCALVERSION,
+# command-line variables and the like). Another clone with the same key
+# restores it instead of running make (a fresh clone's make took 80-125 s
+# here, with every compile a ccache hit). One tree is kept per base and
+# flavour (the debug flavour's is larger). Removing the cache costs time,
+# never correctness; VSTOR_CACHE=off turns it off. Saves and restores
+# hold kbuild_lock, as every build does: one at a time on this machine.
 kcache=$VSTOR_CACHE/kobj/$BASE_PKG-$flavor
 kcache_key() {
 	local cc1
-	cc1=$(gcc -print-prog-name=cc1)
+	cc1=$(gcc -print-prog-name=cc1) || return 1
 	{
-		echo "r1 $1"
+		echo "r2 $1"
 		gcc --version | head -n 1
-		ld --version | head -n 1
-		make --version | head -n 1
 		stat -L -c '%n %s %Y' "$(command -v gcc)" "$cc1"
+		dpkg-query -W -f '${Package} ${Version}\n' binutils make dwarves libelf-dev bison flex \
+			libssl-dev 2>/dev/null || true
+		rustc --version 2>/dev/null || true
+		env | grep -E '^(K(BUILD_[A-Z_]*|CFLAGS|CPPFLAGS|AFLAGS|RUSTFLAGS)|LOCALVERSION|INSTALL_MOD_[A-Z_]*|HOST[A-Z]*FLAGS|ARCH|CROSS_COMPILE|LLVM[A-Z_]*|O|W|C)=' |
+			LC_ALL=C sort || true
+		# Variables given on a calling make's command line reach ours.
+		[[ ${MAKEFLAGS:-} != *" -- "* ]] || printf '%s\n' "${MAKEFLAGS#* -- }"
 	} | sha256sum | cut -c1-24
 }
 
-# kcache_save KEY: keep $obj under KEY (in place of this base and flavour's
-# older tree). A failure only costs the next clone a build.
+# kcache_paths: this clone's build directory as the scripts name it and as
+# kbuild does (realpath), one per line, the real one first.
+kcache_paths() {
+	realpath -e "$BUILD"
+	[[ $(realpath -e "$BUILD") == "$BUILD" ]] || echo "$BUILD"
+}
+
+# kcache_save KEY: keep $obj under KEY, in place of this base and flavour's
+# older tree (and of any copy a killed save left). A failure only costs
+# the next clone a build, never this one.
 kcache_save() {
-	[[ ${VSTOR_KOBJ_CACHE:-1} == 1 && ! -f $kcache/$1/done ]] || return 0
 	local new
-	mkdir -p "$kcache" && new=$(mktemp -d "$kcache/.new.XXXXXX") || return 0
-	if cp -a "$obj" "$new/obj" && echo "$BUILD" >"$new/build-dir" && touch "$new/done"; then
-		find "$kcache" -mindepth 1 -maxdepth 1 ! -name "${new##*/}" ! -name '.new.*' -exec rm -rf {} +
-		mv "$new" "$kcache/$1" && log "kept the $flavor object tree in $kcache/$1" && return 0
+	[[ -n $1 && ! -f $kcache/$1/done ]] || return 0
+	vstor_cache_usable || return 0
+	if mkdir -p "$kcache" && new=$(mktemp -d "$kcache/.new.XXXXXX") &&
+		cp -a "$obj" "$new/obj" && kcache_paths >"$new/build-dirs" && touch "$new/done"; then
+		find "$kcache" -mindepth 1 -maxdepth 1 ! -name "${new##*/}" -exec rm -rf {} + || true
+		if mv -T "$new" "$kcache/$1"; then
+			log "kept the $flavor object tree in $kcache/$1"
+			return 0
+		fi
 	fi
-	rm -rf "$new"
+	[[ -z ${new:-} ]] || rm -rf "$new"
 	log "could not keep the object tree in $kcache (only costs time)"
+}
+
+# kcache_rewrite DIR OLD NEW: every text file and symlink in DIR that names
+# a path under OLD names it under NEW instead; fails if one still does.
+kcache_rewrite() {
+	local dir=$1 old=$2 new=$3 target link
+	# shellcheck disable=SC2016 # perl's variables, not the shell's
+	{ grep -rlIZF -- "$old/" "$dir" || (($? == 1)); } |
+		OLD=$old/ NEW=$new/ xargs -0r perl -pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/g' || return 1
+	while IFS=$'\t' read -r target link; do
+		ln -sfn "$new/${target#"$old/"}" "$link" || return 1
+	done < <(find "$dir" -type l -lname "$old/*" -printf '%l\t%p\n')
+	# perl -pi warns and goes on past a file it cannot write.
+	! grep -rqIF -- "$old/" "$dir" && [[ -z $(find "$dir" -type l -lname "$old/*" -print -quit) ]]
 }
 
 # kcache_restore KEY: $obj from the tree kept under KEY. Paths of the clone
@@ -108,24 +143,27 @@ kcache_save() {
 # a prepare has just written: make then rebuilds nothing, and after a
 # checkout (scripts/check-series.sh) exactly what changed.
 kcache_restore() {
-	local src=$kcache/$1 tmp=$obj.restore old now
-	[[ ${VSTOR_KOBJ_CACHE:-1} == 1 && -f $src/done && -d $src/obj ]] || return 1
-	old=$(cat "$src/build-dir")
+	local src=$kcache/$1 tmp=$obj.restore now i ok=1
+	local -a olds news
+	[[ -n $1 && -f $src/done && -d $src/obj && ! -L $src/obj ]] || return 1
+	vstor_cache_usable || return 1
+	mapfile -t olds <"$src/build-dirs" && mapfile -t news < <(kcache_paths) || return 1
+	# The real directory and the named one, both absolute, and as many here.
+	[[ ${#olds[@]} -ge 1 && ${olds[0]} == /* && ${olds[-1]} == /* ]] || return 1
 	rm -rf "$tmp"
-	if cp -a "$src/obj" "$tmp" && [[ -f $tmp/arch/x86/boot/bzImage && -d $tmp/modroot/lib/modules ]]; then
-		if [[ $old != "$BUILD" ]]; then
-			# shellcheck disable=SC2016 # perl's variables, not the shell's
-			{ grep -rlIZF -- "$old/" "$tmp" || (($? == 1)); } | OLD=$old/ NEW=$BUILD/ xargs -0r perl -pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/g' &&
-				find "$tmp" -type l -lname "$old/*" -printf '%l\t%p\n' |
-				while IFS=$'\t' read -r target link; do
-					ln -sfn "$BUILD/${target#"$old/"}" "$link" || exit 1
-				done
-		fi &&
-			now=$(date +%s) && find "$tmp" -exec touch -h -d "@$now" {} + &&
-			rm -rf "$obj" && mv "$tmp" "$obj" &&
-			log "$flavor kernel restored from $src (built in $old; make not run)" && return 0
+	mkdir "$tmp" && cp -a "$src/obj/." "$tmp/" &&
+		[[ -f $tmp/arch/x86/boot/bzImage && -d $tmp/modroot/lib/modules ]] || ok=0
+	for ((i = 0; ok && i < ${#olds[@]}; i++)); do
+		[[ ${olds[i]} == "${news[i]:-${news[0]}}" ]] ||
+			kcache_rewrite "$tmp" "${olds[i]}" "${news[i]:-${news[0]}}" || ok=0
+	done
+	if ((ok)) && now=$(date +%s) && find "$tmp" -exec touch -h -d "@$now" {} + &&
+		rm -rf "$obj" && mv -T "$tmp" "$obj"; then
+		log "$flavor kernel restored from $src (built in ${olds[-1]}; make not run)"
+		return 0
 	fi
 	rm -rf "$tmp"
+	mkdir -p "$obj"
 	log "could not restore the object tree from $src: building"
 	return 1
 }
@@ -136,20 +174,22 @@ kcache_restore() {
 # in build/linux means a real make.)
 # The stamp names the tree by its content (git's tree object): the
 # commits' dates, and so their ids, differ from one prepare to the next.
-stamp="" key=""
+stamp="" key="" tree=""
 if [[ -z $(git -C "$KSRC" status --porcelain | head -n 1) ]]; then
+	tree=$(git -C "$KSRC" rev-parse 'HEAD^{tree}')
 	stamp=$({
-		echo "$flavor $(git -C "$KSRC" rev-parse 'HEAD^{tree}')"
+		echo "$flavor $tree"
 		cat "${frags[@]}" "$0" "$KMOD_SRC"/*
 	} | sha256sum | cut -d' ' -f1)
-	key=$(kcache_key "$stamp")
+	key=$(kcache_key "$stamp") || key=""
 	if [[ -f $obj/.vstor-built && $(cat "$obj/.vstor-built") == "$stamp" &&
 		-f $obj/arch/x86/boot/bzImage && -d $obj/modroot/lib/modules ]]; then
 		log "$flavor kernel is up to date ($obj, built from $(git -C "$KSRC" log -1 --format=%h) with these fragments)"
+		git -C "$KSRC" rev-parse HEAD >"$obj/.vstor-built-at"
 		kcache_save "$key"
 		exit 0
 	fi
-	if kcache_restore "$key"; then
+	if [[ -n $key ]] && kcache_restore "$key"; then
 		echo "$stamp" >"$obj/.vstor-built"
 		git -C "$KSRC" rev-parse HEAD >"$obj/.vstor-built-at"
 		exit 0
@@ -226,10 +266,13 @@ kmod=$obj/vstor-kmod
 	die "kernel build failed: see $obj/build.log"
 }
 grep -E 'warning:' "$obj/build.log" >&2 || true
-if [[ -n $stamp ]]; then
+# The tree must still be the one the stamp names: an edit made during the
+# build leaves the objects unrecorded (the next build makes them again).
+if [[ -n $stamp && -z $(git -C "$KSRC" status --porcelain | head -n 1) &&
+	$(git -C "$KSRC" rev-parse 'HEAD^{tree}') == "$tree" ]]; then
 	echo "$stamp" >"$obj/.vstor-built"
 	# The commit the objects are, for scripts/check-series.sh's copy.
 	git -C "$KSRC" rev-parse HEAD >"$obj/.vstor-built-at"
+	kcache_save "$key"
 fi
 log "built $obj/arch/x86/boot/bzImage and modules (in $obj/modroot) in $((SECONDS - start))s ($(make -s -C "$KSRC" O="$obj" kernelrelease))"
-[[ -z $key ]] || kcache_save "$key"

@@ -49,6 +49,37 @@ KMOD_SRC=$TOP/tests/kmod
 # never correctness.
 VSTOR_CACHE=${VSTOR_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/vstor}
 
+# vstor_cache_usable: VSTOR_CACHE may be used. What comes from it runs as
+# whoever runs this (a restored kernel tree's .cmd files are make input,
+# fio is run), so the cache and every directory above it must belong to
+# root or to this user, and no other user may write to them (above the
+# cache, a sticky directory such as /tmp is allowed). VSTOR_CACHE=off (or
+# any relative path) turns every cache off.
+vstor_cache_usable() {
+	local d top uid owner perm
+	[[ $VSTOR_CACHE == /* ]] || return 1
+	if [[ ! -d $VSTOR_CACHE ]]; then
+		mkdir -p "$(dirname "$VSTOR_CACHE")" 2>/dev/null
+		mkdir -m 0700 "$VSTOR_CACHE" 2>/dev/null || [[ -d $VSTOR_CACHE ]] || {
+			log "VSTOR_CACHE $VSTOR_CACHE: cannot create it; no cache used"
+			return 1
+		}
+	fi
+	top=$(realpath -e "$VSTOR_CACHE") || return 1
+	uid=$(id -u)
+	d=$top
+	while :; do
+		read -r owner perm < <(stat -c '%u %a' "$d") || return 1
+		if [[ $owner != 0 && $owner != "$uid" ]] ||
+			{ ((8#$perm & 8#022)) && { [[ $d == "$top" ]] || ((!(8#$perm & 8#1000))); }; }; then
+			log "VSTOR_CACHE $VSTOR_CACHE: $d belongs to uid $owner, mode $perm: no cache used (it must be this user's or root's, writable by no one else)"
+			return 1
+		fi
+		[[ $d == / ]] && return 0
+		d=$(dirname "$d")
+	done
+}
+
 # virtio-fs's reference daemon, vufsd's peer: the Rust virtiofsd (Debian
 # 13's package virtiofsd) where installed, else QEMU 7.2's C virtiofsd
 # (Debian 12's qemu-system-x86; QEMU 8 dropped it).

@@ -101,6 +101,7 @@ cache=$VSTOR_CACHE/bases/$BASE_PKG-$ver-$(sha256sum <"$BASE_TARBALL" | cut -c1-2
 # or git cannot read it.
 base_from_cache() {
 	local commit f
+	vstor_cache_usable || return 1
 	[[ -r $cache/commit && -r $cache/ignored.tar && -r $cache/files ]] || return 1
 	read -r commit <"$cache/commit" || return 1
 	git -C "$tmp" init -q -b master || return 1
@@ -131,6 +132,7 @@ count_files() {
 # only time, so it is reported and ignored.
 base_to_cache() {
 	local new
+	vstor_cache_usable || return 0
 	mkdir -p "$VSTOR_CACHE/bases" &&
 		new=$(mktemp -d "$VSTOR_CACHE/bases/.new.XXXXXX") || return 0
 	if git rev-parse base | git -c pack.compression=1 pack-objects --revs --window=0 -q "$new/pack" >/dev/null &&
