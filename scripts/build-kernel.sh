@@ -80,6 +80,7 @@ kmake() { make -s -C "$KSRC" "$@"; }
 # never correctness; VSTOR_CACHE=off turns it off. Saves and restores
 # hold kbuild_lock, as every build does: one at a time on this machine.
 kcache=$VSTOR_CACHE/kobj/$BASE_PKG-$flavor
+KBUILD_VARS='K(BUILD_[A-Z_]*|CFLAGS|CPPFLAGS|AFLAGS|RUSTFLAGS)|LOCALVERSION|INSTALL_MOD_[A-Z_]*|HOST[A-Z]*FLAGS|ARCH|CROSS_COMPILE|LLVM[A-Z_]*|CC|LD|O|W|C|V'
 kcache_key() {
 	local cc1
 	cc1=$(gcc -print-prog-name=cc1) || return 1
@@ -90,10 +91,13 @@ kcache_key() {
 		dpkg-query -W -f '${Package} ${Version}\n' binutils make dwarves libelf-dev bison flex \
 			libssl-dev 2>/dev/null || true
 		rustc --version 2>/dev/null || true
-		env | grep -E '^(K(BUILD_[A-Z_]*|CFLAGS|CPPFLAGS|AFLAGS|RUSTFLAGS)|LOCALVERSION|INSTALL_MOD_[A-Z_]*|HOST[A-Z]*FLAGS|ARCH|CROSS_COMPILE|LLVM[A-Z_]*|O|W|C)=' |
-			LC_ALL=C sort || true
-		# Variables given on a calling make's command line reach ours.
-		[[ ${MAKEFLAGS:-} != *" -- "* ]] || printf '%s\n' "${MAKEFLAGS#* -- }"
+		# kbuild's variables from the environment, and from a calling
+		# make's command line (make test KCFLAGS=...; others, like T=,
+		# do not reach kbuild's choices).
+		{
+			env
+			[[ ${MAKEFLAGS:-} != *" -- "* ]] || printf '%s\n' "${MAKEFLAGS#* -- }" | tr ' ' '\n'
+		} | grep -E "^($KBUILD_VARS)=" | LC_ALL=C sort || true
 	} | sha256sum | cut -c1-24
 }
 
