@@ -83,7 +83,7 @@ cache_lock() {
 # of any copy a killed save left); a failure only costs that clone a build.
 cache_save() {
 	local new=""
-	[[ ! -f $cache/done ]] || return 0
+	[[ ! -f $cache/done && $(cat "$OUT/.cache-key" 2>/dev/null) == "$cache_key" ]] || return 0
 	cache_lock || return 0
 	if new=$(mktemp -d "$VSTOR_CACHE/fio/.new.XXXXXX") && cp -a "$TREE" "$new/tree" && touch "$new/done"; then
 		find "$VSTOR_CACHE/fio" -mindepth 1 -maxdepth 1 ! -name "${new##*/}" ! -name .lock -exec rm -rf {} + || true
@@ -93,7 +93,10 @@ cache_save() {
 	exec 8>&-
 }
 
-if [[ -f $STAMP && $(cat "$STAMP") == "$fio_key" && -x $OUT/io_uring ]] &&
+# Up to date: built from these patches and settings, with this compiler
+# and these libraries (OUT/.cache-key).
+if [[ -f $STAMP && $(cat "$STAMP") == "$fio_key" && -x $OUT/io_uring &&
+	$(cat "$OUT/.cache-key" 2>/dev/null) == "$cache_key" ]] &&
 	"$OUT/fio" --version >/dev/null 2>&1; then
 	log "fio is up to date: $("$OUT/fio" --version)"
 	cache_save
@@ -106,6 +109,7 @@ if [[ -f $cache/done && ! -L $cache/tree ]] && cache_lock; then
 		mv -T "$TREE.restore" "$TREE" && links && "$OUT/fio" --version >/dev/null 2>&1 &&
 		[[ -x $OUT/io_uring ]]; then
 		echo "$fio_key" >"$STAMP"
+		echo "$cache_key" >"$OUT/.cache-key"
 		log "fio restored from $cache: $("$OUT/fio" --version)"
 		exit 0
 	fi
@@ -333,6 +337,7 @@ if [[ ! -f $dsc ]]; then
 fi
 
 # A fresh tree every time the patches change.
+rm -f "$OUT/.cache-key"
 log "unpacking $(basename "$dsc") into $TREE"
 rm -rf "$TREE"
 dpkg-source -x "$dsc" "$TREE" >"$SRC/unpack.log" 2>&1 || {
@@ -360,5 +365,6 @@ links
 "$OUT/fio" --version >/dev/null || die "$OUT/fio does not run"
 [[ -x $OUT/io_uring ]] || die "$OUT/io_uring was not built"
 echo "$fio_key" >"$STAMP"
+echo "$cache_key" >"$OUT/.cache-key"
 log "built $OUT/fio: $("$OUT/fio" --version)"
 cache_save

@@ -71,16 +71,20 @@ kmake() { make -s -C "$KSRC" "$@"; }
 # each compile, under a key of what the build reads: the stamp below (the
 # tree's content, the fragments, this script, the tests' modules), the
 # toolchain (gcc and cc1 by version and file, and the Debian versions of
-# binutils, make, pahole, libelf, bison, flex and libssl; rustc), and what
-# the environment and a calling make hand kbuild (KCFLAGS, LOCALVERSION,
-# command-line variables and the like). Another clone with the same key
+# binutils, make, pahole, libelf, bison, flex and libssl), and what the
+# environment and a calling make hand kbuild (KCFLAGS, LOCALVERSION, a
+# command line's W= and the like). A tree is kept or restored only under
+# the key it was made with ($obj/.vstor-key). Another clone with the same key
 # restores it instead of running make (a fresh clone's make took 80-125 s
 # here, with every compile a ccache hit). One tree is kept per base and
 # flavour (the debug flavour's is larger). Removing the cache costs time,
 # never correctness; VSTOR_CACHE=off turns it off. Saves and restores
 # hold kbuild_lock, as every build does: one at a time on this machine.
 kcache=$VSTOR_CACHE/kobj/$BASE_PKG-$flavor
-KBUILD_VARS='K(BUILD_[A-Z_]*|CFLAGS|CPPFLAGS|AFLAGS|RUSTFLAGS)|LOCALVERSION|INSTALL_MOD_[A-Z_]*|HOST[A-Z]*FLAGS|ARCH|CROSS_COMPILE|LLVM[A-Z_]*|CC|LD|O|W|C|V'
+# kbuild's variables from the environment (KBUILD_BUILD_TIMESTAMP, _USER
+# and _HOST are set below), and those it takes only from a command line.
+KBUILD_ENV_VARS='KBUILD_[A-Z_]*|K(CFLAGS|CPPFLAGS|AFLAGS|RUSTFLAGS)|LOCALVERSION|INSTALL_MOD_[A-Z_]*|HOST[A-Z]*FLAGS|ARCH|CROSS_COMPILE|LLVM[A-Z_]*'
+KBUILD_CMDLINE_VARS='CC|LD|O|W|C'
 kcache_key() {
 	local cc1
 	cc1=$(gcc -print-prog-name=cc1) || return 1
@@ -90,14 +94,13 @@ kcache_key() {
 		stat -L -c '%n %s %Y' "$(command -v gcc)" "$cc1"
 		dpkg-query -W -f '${Package} ${Version}\n' binutils make dwarves libelf-dev bison flex \
 			libssl-dev 2>/dev/null || true
-		rustc --version 2>/dev/null || true
-		# kbuild's variables from the environment, and from a calling
-		# make's command line (make test KCFLAGS=...; others, like T=,
-		# do not reach kbuild's choices).
-		{
-			env
-			[[ ${MAKEFLAGS:-} != *" -- "* ]] || printf '%s\n' "${MAKEFLAGS#* -- }" | tr ' ' '\n'
-		} | grep -E "^($KBUILD_VARS)=" | LC_ALL=C sort || true
+		# A calling make's command-line variables (make test KCFLAGS=...)
+		# are in the environment too; W=, C= and the like only in
+		# MAKEFLAGS. Others, like T=, do not reach kbuild's choices.
+		env | grep -E "^($KBUILD_ENV_VARS)=" |
+			grep -vE '^KBUILD_BUILD_(TIMESTAMP|USER|HOST)=' | LC_ALL=C sort || true
+		[[ ${MAKEFLAGS:-} != *" -- "* ]] || printf '%s\n' "${MAKEFLAGS#* -- }" | sed 's/\\ /\x1f/g' |
+			tr ' ' '\n' | grep -E "^($KBUILD_CMDLINE_VARS)=" | LC_ALL=C sort || true
 	} | sha256sum | cut -c1-24
 }
 
@@ -112,8 +115,11 @@ kcache_paths() {
 # older tree (and of any copy a killed save left). A failure only costs
 # the next clone a build, never this one.
 kcache_save() {
-	local new
-	[[ -n $1 && ! -f $kcache/$1/done ]] || return 0
+	local new flags=${MAKEFLAGS:-}
+	[[ -n $1 && ! -f $kcache/$1/done && $(cat "$obj/.vstor-key" 2>/dev/null) == "$1" ]] || return 0
+	# Not a tree a calling make -i, -n, -t or -q may have left unbuilt.
+	flags=${flags%% *}
+	[[ $flags == -* || $flags != *[intq]* ]] || return 0
 	vstor_cache_usable || return 0
 	if mkdir -p "$kcache" && new=$(mktemp -d "$kcache/.new.XXXXXX") &&
 		cp -a "$obj" "$new/obj" && kcache_paths >"$new/build-dirs" && touch "$new/done"; then
@@ -138,7 +144,8 @@ kcache_rewrite() {
 		ln -sfn "$new/${target#"$old/"}" "$link" || return 1
 	done < <(find "$dir" -type l -lname "$old/*" -printf '%l\t%p\n')
 	# perl -pi warns and goes on past a file it cannot write.
-	! grep -rqIF -- "$old/" "$dir" && [[ -z $(find "$dir" -type l -lname "$old/*" -print -quit) ]]
+	grep -rqIF -- "$old/" "$dir"
+	(($? == 1)) && [[ -z $(find "$dir" -type l -lname "$old/*" -print -quit) ]]
 }
 
 # kcache_restore KEY: $obj from the tree kept under KEY. Paths of the clone
@@ -187,7 +194,8 @@ if [[ -z $(git -C "$KSRC" status --porcelain | head -n 1) ]]; then
 	} | sha256sum | cut -d' ' -f1)
 	key=$(kcache_key "$stamp") || key=""
 	if [[ -f $obj/.vstor-built && $(cat "$obj/.vstor-built") == "$stamp" &&
-		-f $obj/arch/x86/boot/bzImage && -d $obj/modroot/lib/modules ]]; then
+		-f $obj/arch/x86/boot/bzImage && -d $obj/modroot/lib/modules ]] &&
+		[[ -z $key || $(cat "$obj/.vstor-key" 2>/dev/null) == "$key" ]]; then
 		log "$flavor kernel is up to date ($obj, built from $(git -C "$KSRC" log -1 --format=%h) with these fragments)"
 		git -C "$KSRC" rev-parse HEAD >"$obj/.vstor-built-at"
 		kcache_save "$key"
@@ -195,11 +203,12 @@ if [[ -z $(git -C "$KSRC" status --porcelain | head -n 1) ]]; then
 	fi
 	if [[ -n $key ]] && kcache_restore "$key"; then
 		echo "$stamp" >"$obj/.vstor-built"
+		echo "$key" >"$obj/.vstor-key"
 		git -C "$KSRC" rev-parse HEAD >"$obj/.vstor-built-at"
 		exit 0
 	fi
 fi
-rm -f "$obj/.vstor-built" "$obj/.vstor-built-at"
+rm -f "$obj/.vstor-built" "$obj/.vstor-built-at" "$obj/.vstor-key"
 
 # Configure in a scratch object tree, then compare.
 kmake O="$scratch" tinyconfig >/dev/null
@@ -277,6 +286,7 @@ if [[ -n $stamp && -z $(git -C "$KSRC" status --porcelain | head -n 1) &&
 	echo "$stamp" >"$obj/.vstor-built"
 	# The commit the objects are, for scripts/check-series.sh's copy.
 	git -C "$KSRC" rev-parse HEAD >"$obj/.vstor-built-at"
+	[[ -z $key ]] || echo "$key" >"$obj/.vstor-key"
 	kcache_save "$key"
 fi
 log "built $obj/arch/x86/boot/bzImage and modules (in $obj/modroot) in $((SECONDS - start))s ($(make -s -C "$KSRC" O="$obj" kernelrelease))"

@@ -14,6 +14,9 @@ verbose=0
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 export BUILD=$scratch/build PATCHES=$scratch/patches BASE_TARBALL=$scratch/base.tar.xz
+# A cache of its own: prepare.sh keeps one base commit per package, and
+# the scratch base would take the real one's place in the user's.
+export VSTOR_CACHE=$scratch/cache
 KSRC=$BUILD/linux
 S=$TOP/scripts
 OUT=$scratch/out # output of the last run
