@@ -1,6 +1,6 @@
 # Entry points; the work is done by scripts/, tests/, bench/ and vm/.
 # `make help` lists them. Everything builds into build/ (ignored by git).
-.PHONY: help setup prepare refresh kernel debug-kernel tools fio check cover demo test test-debug bench clean
+.PHONY: help setup prepare refresh kernel debug-kernel tools plugin fio check cover demo test test-debug bench clean
 
 help:
 	@echo "make demo          the main job: build, boot the patched guest, show each feature at work (~5 min warm)"
@@ -15,6 +15,7 @@ help:
 	@echo "make kernel        build the guest kernel (build/obj-guest); debug-kernel: the debug flavour"
 	@echo "make debug-kernel  build the debug kernel (build/obj-debug)"
 	@echo "make tools         build vufsd, vhost-blk-bridge and the test programs into build/tools"
+	@echo "make plugin        insncount, the QEMU plugin that counts guest instructions, for the installed QEMU (build/tools)"
 	@echo "make fio           fio 3.33 with virtio-blk passthrough (cmd_type=vblk) into build/fio/fio"
 	@echo "make check         checkpatch --strict on every patch, a build and sparse at every patch"
 	@echo "make cover         the series as postable groups (one per kernel/cover/KBASE template) with cover letters, in build/cover"
@@ -48,6 +49,9 @@ tools: prepare
 	$(MAKE) -s -C tools/vufsd OUT=$(CURDIR)/build/tools WERROR=$(WERROR)
 	$(MAKE) -s -C tools/vhost-blk-bridge OUT=$(CURDIR)/build/tools WERROR=$(WERROR) \
 		UAPI=$(CURDIR)/build/tools/include
+
+plugin: setup
+	scripts/build-plugin.sh
 
 fio: setup
 	scripts/build-fio.sh

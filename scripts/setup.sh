@@ -43,6 +43,7 @@ PKGS=(
 	e2fsprogs xfsprogs
 	dbench stress-ng attr
 	shellcheck python3-matplotlib sparse libseccomp-dev
+	libglib2.0-dev pkg-config
 )
 # What differs by release. Debian 12's QEMU 7.2 ships the C virtiofsd
 # (/usr/lib/qemu/virtiofsd); from QEMU 8 on it is the Rust virtiofsd, a

@@ -81,6 +81,14 @@
 #                          queue either way. After the guest powers off each
 #                          daemon gets SIGTERM; one that does not exit 0 fails
 #                          the run (exit 126 when the command succeeded).
+#   --insncount            load the insncount TCG plugin (scripts/build-plugin.sh,
+#                          tools/insncount): it counts the guest's instructions
+#                          per vCPU, user and kernel, and per named range of
+#                          RUNDIR/insncount.ranges, and appends a snapshot to
+#                          RUNDIR/insncount.json (/run/vstor/insncount.json in
+#                          the guest) at each marker the guest's insnmark
+#                          executes. TCG only; refused when the plugin was
+#                          built for another QEMU version.
 #   --append ARGS          extra kernel command line
 #   --modules "M..."       modules to load at boot (default virtio_blk; ""
 #                          for none); their options come from --append
@@ -118,7 +126,7 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 
 flavor=guest kernel="" cpus=2 mem=2G timeout=1800 append="" rundir="" initramfs=""
-minimal=0
+minimal=0 insncount=0
 modules=virtio_blk
 disks=() extra=() nodisk=0 sharedmem=0 vfs=() pin=0
 while (($#)); do
@@ -139,6 +147,7 @@ while (($#)); do
 	--keep) rundir=$2; shift 2 ;;
 	--initramfs) initramfs=$2; shift 2 ;;
 	--minimal) minimal=1; shift ;;
+	--insncount) insncount=1; shift ;;
 	--) shift; break ;;
 	-*) die "unknown option $1 (see the header of $0)" ;;
 	*) break ;;
@@ -185,7 +194,7 @@ if [[ -z $rundir ]]; then
 else
 	trap cleanup EXIT
 	mkdir -p "$rundir"
-	rm -f "$rundir"/{status,output,dmesg,console.log,modroot,modules,hostpath}
+	rm -f "$rundir"/{status,output,dmesg,console.log,modroot,modules,hostpath,insncount.json,insncount.ranges}
 fi
 rundir=$(cd "$rundir" && pwd)
 # Where this run directory is for the machine running vm.sh, so that the
@@ -241,6 +250,19 @@ kvm) accel_args=(-accel kvm -cpu host) ;;
 tcg) accel_args=(-accel "tcg,thread=multi" -cpu max) ;;
 *) die "VM_ACCEL must be kvm or tcg" ;;
 esac
+
+# insncount: the plugin must be built for this QEMU's plugin API.
+plugin_args=()
+if ((insncount)); then
+	[[ $accel == tcg ]] || die "--insncount counts under TCG only (VM_ACCEL=$accel)"
+	plugin=$BUILD/tools/insncount.so
+	[[ -r $plugin && -r $BUILD/tools/insncount.qemu ]] ||
+		die "--insncount: no $plugin: run scripts/build-plugin.sh"
+	qv=$(qemu-system-x86_64 --version | sed -n '1s/^QEMU emulator version \([0-9.]*\).*/\1/p')
+	[[ $(<"$BUILD/tools/insncount.qemu") == "$qv" ]] ||
+		die "--insncount: $plugin was built for QEMU $(<"$BUILD/tools/insncount.qemu"), this is QEMU $qv: run scripts/build-plugin.sh"
+	plugin_args=(-plugin "$plugin,out=$rundir/insncount.json,ranges=$rundir/insncount.ranges")
+fi
 
 disk_args=() iot_disk=()
 # blkdebug_rules OP:ERRNO:SECTOR:MODE...: blkdebug's inject-error rules,
@@ -499,7 +521,7 @@ qemu=(qemu-system-x86_64 -name "vstor,debug-threads=on" "${machine[@]}" "${accel
 	-kernel "$kernel" -append "$cmdline"
 	-virtfs "local,path=$rootdir,mount_tag=root,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$rundir,mount_tag=vstor,security_model=none"
-	"${disk_args[@]}" "${vfs_args[@]}" "${extra[@]}")
+	"${disk_args[@]}" "${vfs_args[@]}" "${plugin_args[@]}" "${extra[@]}")
 printf '%q ' "${qemu[@]}" >"$rundir/qemu.cmd"
 
 : >"$rundir/output"  # guest-init appends to it
