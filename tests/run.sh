@@ -250,7 +250,7 @@ requirement_unmet() {
 # everything else still runs and counts. roundtrip checks and builds
 # nothing, so no one stands on it.
 declare -A STEP_DEPS=([deps]="" [tree]=deps [roundtrip]=tree [kernel]=tree [tools]=tree
-	[fio]=deps [initramfs]="kernel fio tools")
+	[plugin]=deps [fio]=deps [initramfs]="kernel fio tools")
 declare -A STEP_FAILED
 for s in "${SUITES[@]}"; do
 	[[ ${FATAL[$s]} == 1 ]] || continue

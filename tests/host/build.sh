@@ -1,13 +1,13 @@
 # The build steps every other suite stands on: Debian packages, the kernel
-# tree, the guest kernel, the tools and fio. The runner runs the ones the
-# chosen suites need (their SUITE_NEEDS) first; a failure (SUITE_FATAL)
+# tree, the guest kernel, the tools, the insncount plugin and fio. The
+# runner runs the ones the chosen suites need (their SUITE_NEEDS) first; a failure (SUITE_FATAL)
 # stops the steps and suites that stand on it, on its base, and nothing
 # else (tests/run.sh, STEP_DEPS).
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
 SUITE_ORDER=0
 SUITE_FATAL=1
-TESTS=(deps tree roundtrip kernel tools fio initramfs)
+TESTS=(deps tree roundtrip kernel tools plugin fio initramfs)
 
 desc_deps="Debian packages installed (scripts/setup.sh)"
 timeout_deps=1800
@@ -27,6 +27,10 @@ kernel() { "$TOP/scripts/build-kernel.sh" "${VSTOR_FLAVOR:-guest}"; }
 desc_tools="the daemons (tools/) and test programs (tests/tools) build with -Werror (make tools)"
 timeout_tools=600
 tools() { make -s -C "$TOP" tools WERROR=1; }
+
+desc_plugin="the insncount QEMU plugin builds against the plugin API of the installed QEMU, fetched from Debian's qemu source (scripts/build-plugin.sh)"
+timeout_plugin=600
+plugin() { "$TOP/scripts/build-plugin.sh"; }
 
 desc_fio="fio with cmd_type=vblk builds: Debian's fio 3.33 source + tools/fio (scripts/build-fio.sh)"
 timeout_fio=1800
