@@ -6,7 +6,7 @@ help:
 	@echo "make demo          the main job: build, boot the patched guest, show each feature at work (~5 min warm)"
 	@echo "make test          every test (what .ci/run runs); T=\"SUITE[:TEST] mainline/SUITE ...\" runs some, FLAVOR=debug on the debug kernel"
 	@echo "make test-debug    the guest suites on the debug (KASAN, lockdep) kernel"
-	@echo "make bench         every benchmark (about 90 min), report in build/results/latest/report.md;"
+	@echo "make bench         every benchmark (about 95 min), report in build/results/latest/report.md;"
 	@echo "                   B=\"poll pt\" runs some, ARGS=\"--runtime 2 --reps 1\" passes options"
 	@echo "make setup         install the Debian packages the project needs (root; apt-get)"
 	@echo "make prepare       unpack the base into its tree and apply its series (KBASE=6.12: build/linux, kernel/6.12;"
@@ -75,10 +75,12 @@ test-debug:
 	tests/run.sh --debug guest
 
 # make bench B="poll pt" ARGS="--runtime 2 --reps 1": bench/run.sh ARGS B
-# (all benchmarks when B is empty). fio is built only when pt or bridge runs.
+# (all benchmarks when B is empty). fio is built only when pt or bridge runs,
+# the insncount plugin only when insncount does.
 B ?=
 ARGS ?=
-bench: kernel tools $(if $(or $(filter pt bridge,$(B)),$(if $(strip $(B)),,all)),fio)
+bench: kernel tools $(if $(or $(filter pt bridge,$(B)),$(if $(strip $(B)),,all)),fio) \
+	$(if $(or $(filter insncount,$(B)),$(if $(strip $(B)),,all)),plugin)
 	bench/run.sh $(ARGS) $(B)
 
 clean:

@@ -35,6 +35,7 @@ import repoll_table  # noqa: E402
 import vhost_table  # noqa: E402
 import vfslat_table  # noqa: E402
 import irqbatch_table  # noqa: E402
+import insncount_table  # noqa: E402
 import virtiofs_table  # noqa: E402
 
 # name: (title, what it measures, run time at the defaults on the 2-core
@@ -98,6 +99,12 @@ BENCHES = {
                  "disks whose rings fill before their tags run out, watching for a "
                  "job that never finishes.",
                  "about 10 min"),
+    "insncount": ("what the instruction-counting plugin costs",
+                  "The same guest booted without and with the insncount QEMU plugin, "
+                  "boots alternated: a timed user loop of a billion instructions and "
+                  "fio io_uring 4k random reads at QD1; with the plugin, the guest "
+                  "instructions per read it counted.",
+                  "about 3 min"),
 }
 TABLES = {
     "poll": poll_table,
@@ -109,6 +116,7 @@ TABLES = {
     "virtiofs": virtiofs_table,
     "vfslat": vfslat_table,
     "irqbatch": irqbatch_table,
+    "insncount": insncount_table,
 }
 # Raw files of each benchmark besides raw/NAME.csv.
 RAW = {

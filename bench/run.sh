@@ -3,7 +3,7 @@
 #
 #   bench/run.sh [OPTIONS] [BENCH [BENCH-OPTIONS]]...
 #
-# BENCH is poll, repoll, pt, ptcpu, vhost, bridge or virtiofs; none means all of
+# BENCH is one of bench/report.py's names (--list shows them); none means all of
 # them, in that order. Options after a BENCH go to that benchmark (the
 # header of bench/BENCH.sh lists them); OPTIONS before the first BENCH go to
 # every benchmark that has them:
