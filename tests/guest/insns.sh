@@ -5,7 +5,8 @@
 # ranges (a module's text, the kernel's block, io_uring and virtio code)
 # load at a marker and count, and a bad reload keeps the ranges in force;
 # the storage stack's instructions per I/O agree within 2% between two
-# windows of one job; a polling vCPU's spin is counted.
+# runs of one job, each counted in windows inside it; a polling vCPU's spin
+# is counted.
 # The host suite insncount checks the plugin against its calibration image.
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
