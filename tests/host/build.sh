@@ -1,8 +1,8 @@
 # The build steps every other suite stands on: Debian packages, the kernel
 # tree, the guest kernel, the tools, the insncount plugin and fio. The
-# runner runs the ones the chosen suites need (their SUITE_NEEDS) first; a failure (SUITE_FATAL)
-# stops the steps and suites that stand on it, on its base, and nothing
-# else (tests/run.sh, STEP_DEPS).
+# runner runs the ones the chosen suites need (their SUITE_NEEDS) first; a
+# failure (SUITE_FATAL) stops the steps and suites that stand on it, on its
+# base, and nothing else (tests/run.sh, STEP_DEPS).
 # shellcheck shell=bash disable=SC2034 # TESTS, desc_*, SUITE_*: read by the runner
 
 SUITE_ORDER=0
