@@ -29,19 +29,26 @@ calib_run() {
 }
 
 # calib_ranges FILE: ranges "a" and "b" over calib.elf's calib_a and
-# calib_b, at their -2 GiB alias, where the image runs them.
+# calib_b, at their -2 GiB alias, where the image runs them; entry counters
+# "ea" and "eb" at their first instruction, "emid" at calib_a's second,
+# which no block starts at.
 calib_ranges() {
 	local a a_end b b_end
 	read -r a a_end b b_end < <(nm "$CALIB" | awk '
 		{ v[$3] = $1 }
 		END { print v["calib_a"], v["calib_a_end"], v["calib_b"], v["calib_b_end"] }')
 	[[ -n $b_end ]] || fail "no calib_a/calib_b symbols in $CALIB" || return
-	printf '%x %x a\n%x %x b\n' $((0xffffffff80000000 + 0x$a)) $((0xffffffff80000000 + 0x$a_end)) \
-		$((0xffffffff80000000 + 0x$b)) $((0xffffffff80000000 + 0x$b_end)) >"$1"
+	printf '%x %x a\n%x %x b\n@%x ea\n@%x eb\n@%x emid\n' \
+		$((0xffffffff80000000 + 0x$a)) $((0xffffffff80000000 + 0x$a_end)) \
+		$((0xffffffff80000000 + 0x$b)) $((0xffffffff80000000 + 0x$b_end)) \
+		$((0xffffffff80000000 + 0x$a)) $((0xffffffff80000000 + 0x$b)) \
+		$((0xffffffff80000000 + 0x$a + 1)) >"$1"
 }
 
 # calib_check DIR SMP [RANGES]: the counts in DIR/out.json are the image's,
-# exactly; with RANGES=1 so are those of ranges a and b.
+# exactly; with RANGES=1 so are those of ranges a and b and of the entry
+# counters (calib_a's first block runs once per round: the call, then the
+# loop's jumps back to it).
 calib_check() {
 	/usr/bin/python3 - "$1/out.json" "$2" "${3:-0}" <<'EOF'
 import json, sys
@@ -57,9 +64,9 @@ for r in marks:
     if r["vcpu"] != 0 or len(r["user"]) != smp or len(r["kernel"]) != smp:
         sys.exit(f"FAIL: record {r}: want vcpu 0 and {smp} vCPUs")
 m = {r["id"]: r for r in marks}
-def delta(a, b, key, v=0, rng=None):
+def delta(a, b, key, v=0, rng=None, kind="ranges"):
     if rng:
-        return m[b]["ranges"][rng][v] - m[a]["ranges"][rng][v]
+        return m[b][kind][rng][v] - m[a][kind][rng][v]
     return m[b][key][v] - m[a][key][v]
 for a, n in ((1, 1000), (2, 1000000), (3, 10000000)):
     got, want = delta(a, a + 1, "user"), 4 * n + 2
@@ -81,6 +88,11 @@ for a, n, rng in ((5, 2000000, "a"), (6, 3000000, "b")):
             sys.exit(f"FAIL: markers {a}..{a + 1}: range {rng} {got} (want {want}), "
                      f"range {other} {delta(a, a + 1, None, rng=other)} (want 0)")
         print(f"  of which {got} in range {rng}, exactly 4 * {n} + 1, none in range {other}")
+        got = {e: delta(a, a + 1, None, rng=e, kind="entries") for e in ("ea", "eb", "emid")}
+        want = {"ea": n if rng == "a" else 0, "eb": n if rng == "b" else 0, "emid": 0}
+        if got != want:
+            sys.exit(f"FAIL: markers {a}..{a + 1}: entry counts {got}, want {want}")
+        print(f"  entries: {got}, exactly {n} rounds of calib_{rng}'s first block")
 for v in range(1, smp):
     if m[7]["user"][v] != m[1]["user"][v] or m[7]["kernel"][v] != m[1]["kernel"][v]:
         sys.exit(f"FAIL: vCPU {v}, waiting for a start-up IPI, ran instructions between the markers")
@@ -108,14 +120,14 @@ reload_record() {
 	grep '"id":65535' "$1/out.json" || fail "no reload record in $1/out.json"
 }
 
-desc_reload_ranges="ranges over two functions of the image, loaded at start and at the reload marker: each counts exactly its own loop"
+desc_reload_ranges="ranges over two functions of the image and entry counters at their starts, loaded at start and at the reload marker: each range counts exactly its own loop, each entry its rounds, an address inside a block nothing"
 reload_ranges() {
 	local d=$IC_WORK/ranges rec
 	mkdir -p "$d"
 	calib_ranges "$d/ranges" || return
 	calib_ok "$d" 2 ",ranges=$d/ranges" 1 || return
 	rec=$(reload_record "$d") || return
-	grep -q '"loaded":2}' <<<"$rec" || fail "reload record: $rec, want loaded 2"
+	grep -q '"loaded":5}' <<<"$rec" || fail "reload record: $rec, want loaded 5 (2 ranges, 3 entries)"
 }
 
 desc_reload_missing="the reload marker without a ranges file, without ranges=, or on a FIFO or a symbolic link: an error record (valid JSON whatever the path), counting goes on"
@@ -150,7 +162,7 @@ reload_missing() {
 	done
 }
 
-desc_reload_bad="malformed ranges files (fields, order, names, trailing words, overlaps, user-half addresses, 33 names, a NUL byte; a long comment is one line): QEMU refuses to start, insncount names the line"
+desc_reload_bad="malformed ranges files (fields, order, names, trailing words, overlaps, user-half addresses, a name for ranges and entries, an entry twice, 33 names, a NUL byte; a long comment is one line): QEMU refuses to start, insncount names the line"
 reload_bad() {
 	local d=$IC_WORK/bad rc i
 	mkdir -p "$d"
@@ -164,6 +176,11 @@ reload_bad() {
 		'ffffffff81000000 ffffffff81001000 core junk'
 		'7f0000000000 7f0000001000 user_half'
 		$'# a comment longer than a line buffer: '"$(printf 'x%.0s' $(seq 300))"$'\nffffffff81000000 ffffffff81001000 core\nffffffff81000000 ffffffff81001000 core'
+		$'@ffffffff81000000 x\nffffffff81000000 ffffffff81001000 x'
+		$'@ffffffff81000000 e\n@ffffffff81000000 f'
+		'@7f0000000000 user_half'
+		'@ffffffff81000000 e junk'
+		'@ffffffff81000000'
 	)
 	local -a want=(
 		'ranges:1: want START END NAME'
@@ -175,6 +192,11 @@ reload_bad() {
 		'ranges:1: want START END NAME'
 		'ranges:1: 0x7f0000000000 is below 0xffc0000000000000, where no range is counted'
 		'ranges: ranges overlap at 0xffffffff81000000'
+		'ranges:2: x counts both ranges and entries'
+		'ranges: entry 0xffffffff81000000 given twice'
+		'ranges:1: 0x7f0000000000 is below 0xffc0000000000000, where no range is counted'
+		'ranges:1: want START END NAME or @ADDR NAME'
+		'ranges:1: want START END NAME or @ADDR NAME'
 	)
 	for i in "${!cases[@]}"; do
 		printf '%s\n' "${cases[$i]}" >"$d/ranges"

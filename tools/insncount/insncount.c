@@ -45,10 +45,17 @@
  *                 exists and at each id 0xffff marker; it must be a
  *                 regular file, not a symbolic link (the guest can write
  *                 where it lies).
+ *                 A line "@ADDR NAME" makes NAME an entry counter instead:
+ *                 how many times a block starting at ADDR ran, that is
+ *                 how many times execution came to ADDR by a call or a
+ *                 jump (a function's calls, if nothing in it jumps back
+ *                 to its first instruction). An ADDR inside a block
+ *                 counts nothing. A NAME counts ranges or entries, not
+ *                 both.
  *
  * Snapshot lines are JSON, one object per marker and one at exit:
  *   {"seq":S,"id":I,"vcpu":V,"user":[u0,u1,..],"kernel":[k0,k1,..],
- *    "ranges":{"NAME":[n0,n1,..],..}}
+ *    "ranges":{"NAME":[n0,n1,..],..},"entries":{"NAME":[e0,e1,..],..}}
  * with one element per vCPU started so far; id -1 and vcpu -1 at exit.
  * A reload writes {"seq":S,"id":65535,"vcpu":V,"loaded":N} or
  * {...,"error":"why"}. A snapshot counts a marker's whole block up to the
@@ -101,8 +108,10 @@ struct range {
 	unsigned int group;
 };
 
+/* The ranges, sorted, and the entry addresses, sorted (in range.start). */
 struct range_table {
-	size_t n;
+	size_t n, nentries;
+	struct range *entry;
 	struct range r[];
 };
 
@@ -113,6 +122,7 @@ static uint64_t seq;
 
 /* Group names only ever get added, so a group's slot keeps its meaning. */
 static char group_name[MAX_GROUPS][NAME_MAX_LEN + 1];
+static unsigned char group_is_entry[MAX_GROUPS];
 static unsigned int ngroups;
 static _Atomic(struct range_table *) ranges;
 
@@ -190,6 +200,24 @@ static unsigned int find_group(const struct range_table *t, uint64_t vaddr)
 	return MAX_GROUPS;
 }
 
+/* The entry counter of a block starting at VADDR, or MAX_GROUPS. */
+static unsigned int find_entry(const struct range_table *t, uint64_t vaddr)
+{
+	size_t lo = 0, hi = t->nentries;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (vaddr < t->entry[mid].start)
+			hi = mid;
+		else if (vaddr > t->entry[mid].start)
+			lo = mid + 1;
+		else
+			return t->entry[mid].group;
+	}
+	return MAX_GROUPS;
+}
+
 /* A kernel block ran: its ranges group, and with API 1 its kernel count. */
 static void kernel_tb_exec(unsigned int vcpu, void *udata)
 {
@@ -206,6 +234,9 @@ static void kernel_tb_exec(unsigned int vcpu, void *udata)
 		g = find_group(t, vaddr);
 		if (g < MAX_GROUPS)
 			row[SLOT_GROUP0 + g] += n;
+		g = find_entry(t, vaddr);
+		if (g < MAX_GROUPS)
+			row[SLOT_GROUP0 + g]++;
 	}
 }
 
@@ -234,17 +265,21 @@ static int valid_name(const char *s)
 	return i > 0 && i <= NAME_MAX_LEN;
 }
 
-/* The slot of NAME, added if new; -1 when all are taken. Under out_lock. */
-static int group_of(const char *name)
+/*
+ * The slot of NAME, added if new; -1 when all are taken, -2 when NAME
+ * counted the other kind (ranges or entries) before. Under out_lock.
+ */
+static int group_of(const char *name, int is_entry)
 {
 	unsigned int g;
 
 	for (g = 0; g < ngroups; g++)
 		if (!strcmp(group_name[g], name))
-			return g;
+			return group_is_entry[g] == is_entry ? (int)g : -2;
 	if (ngroups == MAX_GROUPS)
 		return -1;
 	strcpy(group_name[ngroups], name);
+	group_is_entry[ngroups] = is_entry;
 	return ngroups++;
 }
 
@@ -272,8 +307,32 @@ struct parsed {
 	struct range_table *t;
 	unsigned int nnames;
 	char names[MAX_GROUPS][NAME_MAX_LEN + 1];
+	unsigned char is_entry[MAX_GROUPS];
 	char error[256];
 };
+
+static void free_table(struct range_table *t)
+{
+	if (t)
+		free(t->entry);
+	free(t);
+}
+
+/* Append R to the array *A of *N elements and capacity *CAP. */
+static int push_range(struct range **a, size_t *n, size_t *cap, struct range r)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 64;
+		struct range *bigger = realloc(*a, c * sizeof(**a));
+
+		if (!bigger)
+			return -1;
+		*a = bigger;
+		*cap = c;
+	}
+	(*a)[(*n)++] = r;
+	return 0;
+}
 
 static void __attribute__((format(printf, 2, 3))) parse_error(struct parsed *p, const char *fmt, ...)
 {
@@ -292,7 +351,8 @@ static void __attribute__((format(printf, 2, 3))) parse_error(struct parsed *p, 
  */
 static int parse_ranges(struct parsed *p, int must_exist)
 {
-	size_t cap = 64, n = 0, linecap = 0, i;
+	size_t n = 0, cap = 0, ne = 0, ecap = 0, linecap = 0, i;
+	struct range *r = NULL, *e = NULL;
 	unsigned long lineno = 0;
 	char *line = NULL, name[NAME_MAX_LEN + 2];
 	struct stat st;
@@ -320,13 +380,10 @@ static int parse_ranges(struct parsed *p, int must_exist)
 		close(fd);
 		return -1;
 	}
-	p->t = malloc(sizeof(*p->t) + cap * sizeof(p->t->r[0]));
-	if (!p->t)
-		goto oom;
 	while ((len = getline(&line, &linecap, f)) > 0) {
-		uint64_t s, e;
+		uint64_t s, end = 0;
 		unsigned int g;
-		int used = -1;
+		int used = -1, entry = line[0] == '@';
 
 		lineno++;
 		if (strlen(line) != (size_t)len) {
@@ -335,9 +392,11 @@ static int parse_ranges(struct parsed *p, int must_exist)
 		}
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
-		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %32s %n", &s, &e, name, &used) != 3 ||
-		    used < 0 || line[used] || !valid_name(name) || s >= e) {
-			parse_error(p, "%s:%lu: want START END NAME (hexadecimal, START < END, NAME of at most 31 of [A-Za-z0-9_.-])",
+		if (entry ? sscanf(line + 1, "%" SCNx64 " %32s %n", &s, name, &used) != 2 :
+			    sscanf(line, "%" SCNx64 " %" SCNx64 " %32s %n", &s, &end, name, &used) != 3)
+			used = -1;
+		if (used < 0 || line[used + entry] || !valid_name(name) || (!entry && s >= end)) {
+			parse_error(p, "%s:%lu: want START END NAME or @ADDR NAME (hexadecimal, START < END, NAME of at most 31 of [A-Za-z0-9_.-])",
 				    ranges_path, lineno);
 			goto bad;
 		}
@@ -353,18 +412,16 @@ static int parse_ranges(struct parsed *p, int must_exist)
 				parse_error(p, "%s:%lu: more than %d names", ranges_path, lineno, MAX_GROUPS);
 				goto bad;
 			}
-			strcpy(p->names[p->nnames++], name);
+			strcpy(p->names[p->nnames], name);
+			p->is_entry[p->nnames++] = entry;
+		} else if (p->is_entry[g] != entry) {
+			parse_error(p, "%s:%lu: %s counts both ranges and entries", ranges_path,
+				    lineno, name);
+			goto bad;
 		}
-		if (n == cap) {
-			struct range_table *bigger;
-
-			cap *= 2;
-			bigger = realloc(p->t, sizeof(*p->t) + cap * sizeof(p->t->r[0]));
-			if (!bigger)
-				goto oom;
-			p->t = bigger;
-		}
-		p->t->r[n++] = (struct range){ s, e, g };
+		if (entry ? push_range(&e, &ne, &ecap, (struct range){ s, s + 1, g }) :
+			    push_range(&r, &n, &cap, (struct range){ s, end, g }))
+			goto oom;
 	}
 	if (ferror(f)) {
 		parse_error(p, "%s: %s", ranges_path, strerror(errno));
@@ -372,31 +429,46 @@ static int parse_ranges(struct parsed *p, int must_exist)
 	}
 	fclose(f);
 	free(line);
-	p->t->n = n;
-	qsort(p->t->r, n, sizeof(p->t->r[0]), cmp_range);
+	f = NULL;
+	line = NULL;
+	qsort(r, n, sizeof(*r), cmp_range);
 	for (i = 1; i < n; i++)
-		if (p->t->r[i].start < p->t->r[i - 1].end) {
-			parse_error(p, "%s: ranges overlap at %#" PRIx64, ranges_path, p->t->r[i].start);
-			free(p->t);
-			p->t = NULL;
-			return -1;
+		if (r[i].start < r[i - 1].end) {
+			parse_error(p, "%s: ranges overlap at %#" PRIx64, ranges_path, r[i].start);
+			goto bad;
 		}
+	qsort(e, ne, sizeof(*e), cmp_range);
+	for (i = 1; i < ne; i++)
+		if (e[i].start == e[i - 1].start) {
+			parse_error(p, "%s: entry %#" PRIx64 " given twice", ranges_path, e[i].start);
+			goto bad;
+		}
+	p->t = malloc(sizeof(*p->t) + n * sizeof(p->t->r[0]));
+	if (!p->t)
+		goto oom;
+	p->t->n = n;
+	if (n)
+		memcpy(p->t->r, r, n * sizeof(*r));
+	p->t->nentries = ne;
+	p->t->entry = e;
+	free(r);
 	return 0;
 oom:
 	parse_error(p, "%s: out of memory at line %lu", ranges_path, lineno);
 bad:
-	fclose(f);
+	if (f)
+		fclose(f);
 	free(line);
-	free(p->t);
-	p->t = NULL;
+	free(r);
+	free(e);
 	return -1;
 }
 
 /*
  * Give a parsed table the plugin's slots for its names and publish it.
  * Under out_lock. The old table is left allocated: a vCPU may still be
- * searching it, and reloads are rare. Returns the number of ranges, or -1
- * with the reason in load_error; the old table then stays.
+ * searching it, and reloads are rare. Returns the number of ranges and
+ * entries, or -1 with the reason in load_error; the old table then stays.
  */
 static long publish_ranges(struct parsed *p)
 {
@@ -409,20 +481,27 @@ static long publish_ranges(struct parsed *p)
 		return -1;
 	}
 	for (g = 0; g < p->nnames; g++) {
-		k = group_of(p->names[g]);
+		k = group_of(p->names[g], p->is_entry[g]);
 		if (k < 0) {
 			/* Names only this file brought in go again. */
 			ngroups = old_ngroups;
-			set_error("%s: more than %d names since QEMU started", ranges_path, MAX_GROUPS);
-			free(p->t);
+			if (k == -1)
+				set_error("%s: more than %d names since QEMU started", ranges_path,
+					  MAX_GROUPS);
+			else
+				set_error("%s: %s counted %s before", ranges_path, p->names[g],
+					  p->is_entry[g] ? "ranges" : "entries");
+			free_table(p->t);
 			return -1;
 		}
 		slot[g] = k;
 	}
 	for (i = 0; i < p->t->n; i++)
 		p->t->r[i].group = slot[p->t->r[i].group];
+	for (i = 0; i < p->t->nentries; i++)
+		p->t->entry[i].group = slot[p->t->entry[i].group];
 	atomic_store_explicit(&ranges, p->t, memory_order_release);
-	return p->t->n;
+	return p->t->n + p->t->nentries;
 }
 
 /* S as a JSON string's contents. */
@@ -463,14 +542,22 @@ static void write_snapshot(long id, long vcpu, unsigned int cls, uint64_t after)
 		}
 		fputc(']', out);
 	}
-	fputs(",\"ranges\":{", out);
-	for (g = 0; g < ngroups; g++) {
-		fprintf(out, "%s\"%s\":[", g ? "," : "", group_name[g]);
-		for (v = 0; v < n; v++)
-			fprintf(out, "%s%" PRIu64, v ? "," : "", vcpu_row(v)[SLOT_GROUP0 + g]);
-		fputc(']', out);
+	for (c = 0; c < 2; c++) {
+		int first = 1;
+
+		fprintf(out, ",\"%s\":{", c ? "entries" : "ranges");
+		for (g = 0; g < ngroups; g++) {
+			if (group_is_entry[g] != c)
+				continue;
+			fprintf(out, "%s\"%s\":[", first ? "" : ",", group_name[g]);
+			first = 0;
+			for (v = 0; v < n; v++)
+				fprintf(out, "%s%" PRIu64, v ? "," : "", vcpu_row(v)[SLOT_GROUP0 + g]);
+			fputc(']', out);
+		}
+		fputc('}', out);
 	}
-	fputs("}}\n", out);
+	fputs("}\n", out);
 	fflush(out);
 	pthread_mutex_unlock(&out_lock);
 }

@@ -14,6 +14,10 @@ SPEC is one of
                         DIR/PATH/built-in.a, e.g. dir:block,io_uring
   sym:GLOB[,GLOB...]    text symbols of the kernel or of modules whose names
                         match a shell glob, e.g. sym:blk_mq_*,__blk_mq_*
+  entry:SYM[,SYM...]    not a range: an entry counter at the address of each
+                        text symbol of those names (kernel or modules), the
+                        times it was called or jumped to, e.g.
+                        entry:blk_mq_start_request counts requests issued
 A static function whose name another file uses too counts for every
 address kallsyms gives that name. A symbol
 runs to the next symbol's address. A symbol that two NAMEs match goes to
@@ -49,7 +53,9 @@ def dir_symbols(obj, paths):
 
 
 def parse_specs(args, obj):
-    specs = []
+    """(specs, entries): [(NAME, match(sym, mod))] for the ranges and
+    [(NAME, {SYM, ...})] for the entry counters."""
+    specs, entries = [], []
     for a in args:
         name, sep, spec = a.partition("=")
         if not sep or not NAME_RE.match(name):
@@ -62,16 +68,22 @@ def parse_specs(args, obj):
                 sys.exit(f"insnranges: '{a}' needs --obj DIR")
             names = dir_symbols(obj, what.split(","))
             specs.append((name, lambda sym, mod, n=names: not mod and sym in n))
+        elif kind == "entry" and what:
+            entries.append((name, set(what.split(","))))
         elif kind == "sym" and what:
             globs = what.split(",")
             specs.append((name, lambda sym, mod, g=globs: any(fnmatch.fnmatchcase(sym, x) for x in g)))
         else:
-            sys.exit(f"insnranges: '{a}': SPEC is mod:MODULE, dir:PATH[,PATH...] or sym:GLOB[,GLOB...]")
-    if not specs:
+            sys.exit(f"insnranges: '{a}': SPEC is mod:MODULE, dir:PATH[,PATH...], sym:GLOB[,GLOB...] or entry:SYM[,SYM...]")
+    if not specs and not entries:
         sys.exit("usage: insnranges.py [--obj DIR] OUT NAME=SPEC ...")
-    if len({n for n, _ in specs}) > 32:
+    names = [n for n, _ in specs + entries]
+    if len(set(names)) > 32:
         sys.exit("insnranges: insncount counts at most 32 names")
-    return specs
+    both = {n for n, _ in specs} & {n for n, _ in entries}
+    if both:
+        sys.exit(f"insnranges: {', '.join(sorted(both))}: a NAME counts ranges or entries, not both")
+    return specs, entries
 
 
 def main():
@@ -80,7 +92,7 @@ def main():
         obj, args = args[1], args[2:]
     if len(args) < 2:
         sys.exit("usage: insnranges.py [--obj DIR] OUT NAME=SPEC ...")
-    out, specs = args[0], parse_specs(args[1:], obj)
+    out, (specs, entries) = args[0], parse_specs(args[1:], obj)
     syms = []
     with open("/proc/kallsyms") as f:
         for line in f:
@@ -128,11 +140,27 @@ def main():
     missing = {n for n, _ in specs} - {r[2] for r in ranges}
     if missing:
         sys.exit(f"insnranges: nothing in /proc/kallsyms for {', '.join(sorted(missing))}")
+    # Entry counters: every address of each symbol (an alias at an address
+    # already taken counts there once, for the first NAME).
+    points, seen = [], set()
+    for name, want in entries:
+        found = set()
+        for addr, typ, sym, mod in syms:
+            if typ in "tTwW" and sym in want:
+                found.add(sym)
+                if addr not in seen:
+                    seen.add(addr)
+                    points.append((addr, name))
+        if want - found:
+            sys.exit(f"insnranges: no text symbol {', '.join(sorted(want - found))} in /proc/kallsyms")
     with open(out + ".tmp", "w") as f:
         for start, end, name in ranges:
             f.write(f"{start:x} {end:x} {name}\n")
+        for addr, name in points:
+            f.write(f"@{addr:x} {name}\n")
     os.replace(out + ".tmp", out)
-    print(f"{len(ranges)} ranges for {len(specs)} names in {out}")
+    print(f"{len(ranges)} ranges for {len(specs)} names, {len(points)} entry counters for "
+          f"{len(entries)} names in {out}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ the differences are printed one per line as KEY=VALUE:
   user.K=N kernel.K=N    vCPU K's instructions in the low and high half
   user=N kernel=N        the sums over the vCPUs
   range.NAME.K=N range.NAME=N   the same per named range
+  entry.NAME.K=N entry.NAME=N   the times blocks at NAME's entry addresses ran
 
 A reload record that failed after ID1 is an error: the ranges in force
 would not be the ones asked for.
@@ -46,8 +47,9 @@ def main():
     print(f"vcpu1={a['vcpu']}")
     print(f"vcpu2={b['vcpu']}")
     rows = [(half, a[half], b[half]) for half in ("user", "kernel")]
-    rows += [(f"range.{name}", a["ranges"].get(name, [0] * len(after)), after)
-             for name, after in b["ranges"].items()]
+    for kind, key in (("range", "ranges"), ("entry", "entries")):
+        rows += [(f"{kind}.{name}", a.get(key, {}).get(name, [0] * len(after)), after)
+                 for name, after in b.get(key, {}).items()]
     for key, before, after in rows:
         d = [y - x for x, y in zip(before, after)]
         for k, v in enumerate(d):
