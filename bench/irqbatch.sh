@@ -17,7 +17,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cpus=4 runtime=5 reps=3 qd="1 16 128" disks=4 soak=40
 BENCH_NUMERIC+="disks soak "
-bench_opts "cpus runtime reps qd disks soak flavor" "$@"
+bench_opts "cpus runtime reps qd disks soak flavor insns" "$@"
 ((disks >= 1 && disks <= 8)) || die "irqbatch: --disks takes 1 to 8"
 bench_need "$TOP/tests/tools/batch_rounds.sh" "the soak's driver"
 bench_checked
@@ -30,4 +30,5 @@ dargs+=(--disk "null:queues=2,qsize=16,noindirect" --disk "null:queues=2,qsize=1
 bench_vm --cpus "$cpus" --timeout $((900 + ${#qds[@]} * reps * 2 * (runtime + 9) * 2 + soak * 60)) \
 	"${dargs[@]}" -- "$TOP/bench/guest/irqbatch.sh" "$runtime" "$reps" "$qd" "$disks" "$soak"
 bench_raw irqbatch.csv irqbatch-soak.csv
+bench_raw_insns irqbatch-insns.csv
 bench_done

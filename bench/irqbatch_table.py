@@ -8,7 +8,8 @@ import os
 import sys
 from collections import Counter
 
-from table_lib import group_runs, mean, ratio, raw_csv
+from table_lib import (INSN_NOTE, group_runs, insn_cell, insn_ratio, insn_reps, insn_runs,
+                       mean, ratio, raw_csv)
 
 VALUES = ("iops", "lat_mean_us", "lat_p99_us", "ios", "irqs", "cpu_us_per_io")
 
@@ -19,9 +20,10 @@ def table(raw):
     reps = len(next(iter(runs.values())))
     out = ["interrupt-driven fio io_uring randread 4k on every disk at once, irq_batch "
            "off (0) and on (1) alternated in one boot, mean of %d" % reps]
-    hdr = "%4s %5s | %9s %9s %9s %8s %9s | %-20s %-9s %-9s" % (
-        "QD", "batch", "IOPS", "mean us", "p99 us", "irq/IO", "CPU us/IO",
-        "IOPS on/off (range)", "lat", "CPU/IO")
+    ins = insn_runs(raw, "irqbatch-insns.csv", ("qd",), "batch")
+    hdr = "%4s %5s | %9s %9s %9s %8s %9s %20s %20s | %-20s %-9s %-9s %s" % (
+        "QD", "batch", "IOPS", "mean us", "p99 us", "irq/IO", "CPU us/IO", "stack/IO",
+        "kernel/IO", "IOPS on/off (range)", "lat", "CPU/IO", "stack/IO")
     out += [hdr, "-" * len(hdr)]
     for (qd,) in order:
         off, on = runs.get((qd, 0)), runs.get((qd, 1))
@@ -32,14 +34,18 @@ def table(raw):
             note = ""
             if b == 1 and off:
                 m, per = ratio(on, off, 0)
-                note = "x%.2f (%.2f-%.2f)   x%.2f     x%.2f" % (
-                    m, per[0], per[-1], ratio(on, off, 1)[0], ratio(on, off, 5)[0])
-            out.append("%4d %5d | %9.0f %9.1f %9.1f %8.3f %9.2f | %s" % (
+                note = "x%.2f (%.2f-%.2f)   x%.2f     x%.2f     %s" % (
+                    m, per[0], per[-1], ratio(on, off, 1)[0], ratio(on, off, 5)[0],
+                    insn_ratio(ins, (qd, 1), (qd, 0)))
+            out.append("%4d %5d | %9.0f %9.1f %9.1f %8.3f %9.2f %20s %20s | %s" % (
                 qd, b, mean(rows, 0), mean(rows, 1), mean(rows, 2),
-                irqs / ios if ios else 0, mean(rows, 5), note))
+                irqs / ios if ios else 0, mean(rows, 5), insn_cell(ins, (qd, b), 0),
+                insn_cell(ins, (qd, b), 1), note))
     out.append("(irq/IO: interrupts of the disks' request queues per completed I/O; CPU us/IO: "
                "fio's usr+sys CPU time per I/O, which includes the completions its CPU took; "
                "in brackets the lowest and highest ratio of single repetitions)")
+    if ins:
+        out.append(INSN_NOTE % insn_reps(ins))
     if os.path.exists(os.path.join(raw, "irqbatch-soak.csv")):
         soak = raw_csv(raw, "irqbatch-soak.csv")
         res = Counter(r["result"] for r in soak)

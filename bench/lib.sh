@@ -20,8 +20,13 @@
 
 # Every benchmark boots this kernel flavour (--flavor debug: the debug one).
 flavor=guest
+# --insns 1 (a benchmark that has the option): bench_vm boots the guest a
+# second time with the insncount plugin (tools/insncount), in BENCH_LOG/insns,
+# where the guest script counts guest instructions per I/O instead of
+# measuring IOPS (bench/guest/lib.sh ic_window); --insns 0: no such boot.
+insns=1
 # Settings that must be whole numbers (qd: a list of them).
-BENCH_NUMERIC=" cpus runtime reps changes queues iodepth poll threads window jobs pool "
+BENCH_NUMERIC=" cpus runtime reps changes queues iodepth poll threads window jobs pool insns "
 
 bench_opts() {
 	local spec=$1 o name hit
@@ -82,6 +87,11 @@ bench_checked() {
 			[[ -n ${!name// /} ]] || die "$BENCH_NAME: --qd is empty"
 		fi
 	done
+	if [[ " $BENCH_SPEC " == *" insns "* ]]; then
+		[[ $insns == [01] ]] || die "$BENCH_NAME: --insns is 0 or 1, not '$insns'"
+		((insns == 0)) || [[ -x $BUILD/tools/insncount.so ]] ||
+			die "$BENCH_NAME: no $BUILD/tools/insncount.so for --insns 1: make plugin (or --insns 0)"
+	fi
 	if [[ $BENCH_SPEC == *flavor* ]]; then
 		[[ -r $(kobj "$flavor")/arch/x86/boot/bzImage ]] ||
 			die "$BENCH_NAME: no $flavor kernel at $(kobj "$flavor")/arch/x86/boot/bzImage (make kernel)"
@@ -107,12 +117,24 @@ bench_fail() {
 	((BENCH_RC)) || BENCH_RC=${2:-1}
 }
 
+# bench_counting: true when this benchmark counts instructions (--insns 1).
+bench_counting() {
+	[[ " $BENCH_SPEC " == *" insns "* ]] && ((insns))
+}
+
 # bench_vm VM.SH-ARGS...: boot the guest with the run directory kept in
-# BENCH_LOG.
+# BENCH_LOG; when counting, boot it again with the plugin, run directory
+# BENCH_LOG/insns.
 bench_vm() {
 	local rc=0
 	"$TOP/vm/vm.sh" --flavor "$flavor" --keep "$BENCH_LOG" "$@" || rc=$?
 	((rc == 0)) || bench_fail "the guest failed (vm.sh exit $rc)" "$rc"
+	bench_counting || return 0
+	log "$BENCH_NAME: the same guest again with the insncount plugin, for instructions per I/O"
+	bench_tidy
+	rc=0
+	"$TOP/vm/vm.sh" --flavor "$flavor" --keep "$BENCH_LOG/insns" --insncount "$@" || rc=$?
+	((rc == 0)) || bench_fail "the counting guest failed (vm.sh exit $rc)" "$rc"
 }
 
 # bench_raw FILE...: copy result files the guest wrote in its run directory
@@ -126,6 +148,14 @@ bench_raw() {
 			bench_fail "the guest wrote no $f"
 		fi
 	done
+}
+
+# bench_raw_insns FILE...: when counting, the same for the counting boot's
+# files (NAME-insns.csv).
+bench_raw_insns() {
+	bench_counting || return 0
+	local BENCH_LOG=$BENCH_LOG/insns
+	bench_raw "$@"
 }
 
 # bench_daemon_stats NAME TAG=STATSFILE...: the daemons' counters as raw
@@ -149,7 +179,7 @@ bench_done() {
 bench_tidy() {
 	local f
 	[[ -d ${BENCH_LOG:-} ]] || return 0
-	for f in "$BENCH_LOG"/*; do
+	for f in "$BENCH_LOG"/* "$BENCH_LOG"/insns/*; do
 		case ${f##*/} in
 		disk*.img | *.sock | qmp | modroot | modules) rm -rf "$f" ;;
 		fs-*) [[ -d $f ]] && rm -rf "$f" ;;

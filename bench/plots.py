@@ -15,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from table_lib import group_runs, ratio, raw_csv  # noqa: E402
+from table_lib import group_runs, insn_runs, ratio, raw_csv  # noqa: E402
 
 WHISKERS = "bars: mean of %d repetitions; whiskers: lowest and highest repetition"
 RATIO_WHISKERS = ("bars: ratio of the means of %d repetitions; whiskers: lowest and "
@@ -501,6 +501,45 @@ def plot_irqbatch(raw, plots):
              "irqbatch: interrupt-driven IOPS, CPU per I/O and on/off ratios by queue depth")]
 
 
+# --- instructions per I/O (every benchmark that counts them) --------------
+
+# Per benchmark: the counts' file, the configuration's columns, the column
+# compared within one, and how a configuration is labelled.
+INSN_PLOTS = {
+    "poll": ("poll-insns.csv", ("backend", "qd"), "mode", "%s QD%d"),
+    "pt": ("pt-insns.csv", ("backend", "qd", "mode"), "path", "%s QD%d %s"),
+    "ptcpu": ("ptcpu-insns.csv", ("qd", "batch", "mode"), "path", "QD%d/%d %s"),
+    "vhost": ("vhost-insns.csv", ("backend", "qd", "queues", "workers"), "path", "%s QD%d %dq %dw"),
+    "virtiofs": ("virtiofs-insns.csv", ("rw", "bs"), "device", "%s %s"),
+    "irqbatch": ("irqbatch-insns.csv", ("qd",), "batch", "QD%d"),
+}
+
+
+def plot_insns(name, raw, plots):
+    """Guest instructions per I/O, storage stack and whole kernel, by
+    configuration and variant, when the run counted them."""
+    fname, keys, variant, label = INSN_PLOTS[name]
+    path = os.path.join(raw, fname)
+    runs = insn_runs(raw, fname, keys, variant)
+    if not runs:
+        return []
+    rows = raw_csv(raw, fname)
+    cells = list(dict.fromkeys(tuple(r[k] for k in keys) for r in rows))
+    variants = uniq(rows, variant)
+    groups = [label % c for c in cells]
+    width = max(5.5, 0.9 * len(cells) * max(1, len(variants) / 2))
+    fig, ax = figure(2, 1, width=min(width, 18))
+    for i, (what, title) in enumerate(((0, "storage stack"), (1, "whole kernel, every vCPU"))):
+        bars(ax[i][0], groups,
+             [("%s=%s" % (variant, v), [span(col(runs, c + (v,), what)) for c in cells])
+              for v in variants],
+             "guest instructions per I/O", title)
+    return [(save(fig, plots, "%s-insns.png" % name,
+                  "%s: guest instructions per I/O (insncount, a boot of their own)" % name,
+                  reps_note(runs) + "; " + os.path.basename(path)),
+             "%s: guest instructions per I/O, storage stack and whole kernel" % name)]
+
+
 PLOTTERS = {
     "poll": plot_poll,
     "repoll": plot_repoll,
@@ -519,5 +558,8 @@ PLOTTERS = {
 def plot(name, raw, plots):
     """Plots of benchmark NAME: [(file name, caption)]."""
     os.makedirs(plots, exist_ok=True)
-    return PLOTTERS[name](raw, plots)
+    out = PLOTTERS[name](raw, plots)
+    if name in INSN_PLOTS:
+        out += plot_insns(name, raw, plots)
+    return out
 

@@ -8,7 +8,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cpus=2 runtime=8 reps=2 qd="1 16"
-bench_opts "cpus runtime reps qd flavor" "$@"
+bench_opts "cpus runtime reps qd flavor insns" "$@"
 bench_checked
 read -ra qds <<<"$qd"
 # 2 disks x QDs x reps x 2 modes fio runs, each runtime + 1 s ramp + ~5 s.
@@ -17,4 +17,5 @@ bench_vm --cpus "$cpus" --timeout $((600 + 2 * ${#qds[@]} * reps * 2 * (runtime 
 	--append virtio_blk.num_poll_queues=1 -- \
 	"$TOP/bench/guest/poll.sh" "$runtime" "$reps" "$qd" file=vstor0 null-co=vstor1
 bench_raw poll.csv
+bench_raw_insns poll-insns.csv
 bench_done

@@ -11,7 +11,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cpus=2 runtime=5 reps=2 qd="1 8"
-bench_opts "cpus runtime reps qd flavor" "$@"
+bench_opts "cpus runtime reps qd flavor insns" "$@"
 bench_need "$BUILD/fio/fio" "run make fio"
 bench_checked
 read -ra qds <<<"$qd"
@@ -22,4 +22,5 @@ bench_vm --cpus "$cpus" --timeout $((600 + 2 * ${#qds[@]} * 2 * reps * 4 * (runt
 	--append "virtio_blk.num_poll_queues=1 nvme.poll_queues=1" -- \
 	"$TOP/bench/guest/pt.sh" "$runtime" "$reps" "$qd"
 bench_raw pt.csv
+bench_raw_insns pt-insns.csv
 bench_done

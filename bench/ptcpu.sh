@@ -17,7 +17,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cpus=2 runtime=5 reps=3 qd="1 8" batch=4 perf=0
 BENCH_NUMERIC+="batch perf "
-bench_opts "cpus runtime reps qd batch perf flavor" "$@"
+bench_opts "cpus runtime reps qd batch perf flavor insns" "$@"
 bench_need "$BUILD/fio/io_uring" "run make fio"
 ((cpus >= 2)) || die "ptcpu: --cpus must be at least 2 (virtio-blk gives a disk no more queues than CPUs, and the poll queue is the second)"
 ((batch >= 1)) || die "ptcpu: --batch must be at least 1"
@@ -30,4 +30,5 @@ bench_vm --cpus "$cpus" --pin --timeout $((600 + (${#qds[@]} * 2 * reps * 4 + 4)
 	--append "virtio_blk.num_poll_queues=1 nvme.poll_queues=1" -- \
 	"$TOP/bench/guest/ptcpu.sh" "$runtime" "$reps" "$qd" "$batch" "$perf"
 bench_raw ptcpu.csv
+bench_raw_insns ptcpu-insns.csv
 bench_done

@@ -7,7 +7,7 @@
 # them, in that order. Options after a BENCH go to that benchmark (the
 # header of bench/BENCH.sh lists them); OPTIONS before the first BENCH go to
 # every benchmark that has them:
-#   --cpus N --runtime S --reps N --qd "Q..." --flavor guest|debug
+#   --cpus N --runtime S --reps N --qd "Q..." --flavor guest|debug --insns 0|1
 # and
 #   --out DIR   the results directory (default build/results/<UTC time>,
 #               with build/results/latest pointing at it)
@@ -25,7 +25,7 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 PY=/usr/bin/python3
 REPORT=$TOP/bench/report.py
-COMMON="cpus runtime reps qd flavor"
+COMMON="cpus runtime reps qd flavor insns"
 
 mapfile -t valid < <("$PY" "$REPORT" names)
 # quote ARG...: the arguments quoted for eval (nothing for none).

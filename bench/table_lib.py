@@ -72,3 +72,51 @@ def ratio(a, b, i=0):
     per = sorted(x[i] / y[i] for x, y in zip(a, b) if y[i])
     m = mean(b, i)
     return (mean(a, i) / m if m else math.nan), (per or [math.nan])
+
+
+# Guest instructions per I/O (bench/guest/lib.sh ic_window): NAME-insns.csv,
+# one row per counted window, from a boot with the insncount plugin.
+# The last, total, is kernel + user.
+INSN_VALUES = ("insn_stack_per_io", "insn_kernel_per_io", "insn_user_per_io", "ic_irqs_per_io",
+               "insn_total_per_io")
+INSN_NOTE = ("stack/IO, kernel/IO: guest instructions per I/O in the storage stack (block, "
+             "io_uring, virtio, virtio_blk, nvme) and in the whole kernel, every vCPU; "
+             "mean of %d windows (range), counted in a boot of their own with the insncount "
+             "plugin (Documentation/insncount.md)")
+
+
+def insn_runs(raw, name, keys, variant):
+    """group_runs() of the counts in raw/NAME (INSN_VALUES), or None when
+    the run counted nothing (--insns 0)."""
+    path = os.path.join(raw, name)
+    if not os.path.exists(path):
+        return None
+    rows = read_csv(path)
+    for r in rows:
+        r["insn_total_per_io"] = r["insn_kernel_per_io"] + r["insn_user_per_io"]
+    return group_runs(rows, keys, variant, INSN_VALUES)[1]
+
+
+def insn_cell(runs, key, i=0):
+    """Column I of the counts of configuration KEY: 'mean' or 'mean (lo-hi)'
+    over the repetitions; '-' when not counted."""
+    vals = [r[i] for r in (runs or {}).get(key, [])]
+    if not vals:
+        return "-"
+    m, lo, hi = sum(vals) / len(vals), min(vals), max(vals)
+    return "%.0f" % m if lo == hi else "%.0f (%.0f-%.0f)" % (m, lo, hi)
+
+
+def insn_ratio(runs, a, b, i=0):
+    """'x1.23 (1.20-1.25)': column I of configuration A over B, the ratio of
+    the means and the range of single repetitions' ratios; '' when either
+    was not counted."""
+    if not runs or not runs.get(a) or not runs.get(b):
+        return ""
+    m, per = ratio(runs[a], runs[b], i)
+    return "x%.2f (%.2f-%.2f)" % (m, per[0], per[-1])
+
+
+def insn_reps(runs):
+    """The repetitions counted per configuration (0 for none)."""
+    return max((len(v) for v in (runs or {}).values()), default=0)

@@ -15,7 +15,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cpus=2 runtime=4 reps=3 qd="1 8 32" window=50
-bench_opts "cpus runtime reps qd window flavor" "$@"
+bench_opts "cpus runtime reps qd window flavor insns" "$@"
 bench_need "$BUILD/tools/vhost_blk_test" "run make tools"
 bench_checked
 read -ra qds <<<"$qd"
@@ -25,4 +25,5 @@ bench_vm --cpus "$cpus" --no-disk --timeout $((600 + 2 * ${#qds[@]} * 3 * reps *
 	--modules vhost_blk --append "brd.rd_nr=1 brd.rd_size=262144 null_blk.nr_devices=1" -- \
 	"$TOP/bench/guest/vhost.sh" "$runtime" "$reps" "$qd" "$window"
 bench_raw vhost.csv
+bench_raw_insns vhost-insns.csv
 bench_done

@@ -29,7 +29,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cpus=2 queues="" runtime=8 reps=2 engine=psync iodepth=1 poll=0 threads=1 killpriv=0 baseline=""
 cache=auto pool=""
-bench_opts "cpus queues runtime reps engine iodepth poll threads killpriv! baseline cache pool flavor" "$@"
+bench_opts "cpus queues runtime reps engine iodepth poll threads killpriv! baseline cache pool flavor insns" "$@"
 queues=${queues:-$cpus}
 if [[ -n $pool && ! -x $RUST_VIRTIOFSD ]]; then
 	die "virtiofs: --pool is for the Rust virtiofsd ($RUST_VIRTIOFSD; Debian 13: apt-get install virtiofsd)"
@@ -78,6 +78,7 @@ bench_vm --cpus "$cpus" --no-disk --timeout $((1200 + reps * 4 * ${#tags[@]} * (
 	"$TOP/bench/guest/virtiofs.sh" "$runtime" "$reps" "$engine" "$iodepth" \
 	"${tags[@]}"
 bench_raw virtiofs.csv
+bench_raw_insns virtiofs-insns.csv
 stats=(vufsd-1="$BENCH_LOG/fs-vufsd-1.stats" "$many=$BENCH_LOG/fs-$many.stats")
 [[ -z $baseline ]] || stats+=(base-1="$BENCH_LOG/fs-base-1.stats" "base-$queues=$BENCH_LOG/fs-base-$queues.stats")
 bench_daemon_stats virtiofs "${stats[@]}"

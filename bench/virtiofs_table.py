@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from table_lib import group_runs, mean, ratio, raw_csv
+from table_lib import group_runs, insn_cell, insn_ratio, insn_reps, insn_runs, mean, ratio, raw_csv
 
 ONE, REF = "vufsd-1", "virtiofsd"
 
@@ -50,6 +50,26 @@ def cell(a, b):
     return "x%.2f (%.2f-%.2f)" % (m, per[0], per[-1])
 
 
+def insns(raw, order, devs, one, many):
+    """Guest instructions per FUSE request by device and workload."""
+    ins = insn_runs(raw, "virtiofs-insns.csv", ("rw", "bs"), "device")
+    if not ins:
+        return []
+    out = ["", "guest instructions per FUSE request (fuse_request_end): FUSE and virtio-fs with the "
+           "virtio core (stack) / the whole kernel, every vCPU; mean (range) of %d windows, "
+           "counted in a boot of their own with the insncount plugin" % insn_reps(ins)]
+    heads = ["%s stack / kernel" % d for d in devs] + ["%s / %s stack" % (many, one)]
+    widths = [max(len(h), 27) for h in heads]
+    hdr = "%-9s %4s | " % ("rw", "bs") + " | ".join(h.ljust(w) for h, w in zip(heads, widths))
+    out += [hdr.rstrip(), "-" * len(hdr.rstrip())]
+    for key in order:
+        cells = ["%s / %s" % (insn_cell(ins, key + (d,), 0), insn_cell(ins, key + (d,), 1))
+                 for d in devs] + [insn_ratio(ins, key + (many,), key + (one,))]
+        out.append(("%-9s %4s | " % key + " | ".join(
+            c.ljust(w) for c, w in zip(cells, widths))).rstrip())
+    return out
+
+
 def table(raw):
     """The table's lines."""
     rows = raw_csv(raw, "virtiofs.csv")
@@ -76,6 +96,7 @@ def table(raw):
             for i, (c, h) in enumerate(zip(cells, heads)))).rstrip())
     out.append("(in brackets the lowest and highest ratio of single repetitions)")
     out += baseline(rows, order, runs)
+    out += insns(raw, order, devs, one, many)
     path = os.path.join(raw, "virtiofs-daemons.json")
     if os.path.exists(path):
         with open(path) as f:

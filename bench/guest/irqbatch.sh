@@ -2,7 +2,9 @@
 # Runs in the guest (see bench/irqbatch.sh): fio io_uring 4k random reads on
 # the first NDISKS disks at once, irq_batch off and on alternated, one row
 # per fio run in irqbatch.csv; then the soak on the two small-ring disks,
-# one row per round in irqbatch-soak.csv.
+# one row per round in irqbatch-soak.csv. In a boot with the insncount
+# plugin: one row per counted window in irqbatch-insns.csv instead
+# (bench/guest/lib.sh ic_window), and no soak.
 #   irqbatch.sh RUNTIME REPS "QD..." NDISKS SOAK_ROUNDS
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,7 +23,12 @@ done
 re="^($(IFS='|'; echo "${vdevs[*]}"))-req"
 info "== $n vCPUs, $ndisks null-co disks with 2 queues each (${disks[*]}), fio $(fio --version) io_uring 4k randread, a job per disk on CPUs 0-$((n - 1)) in turn, ${runtime}s + 1s ramp, $reps repetitions"
 
-csv_open irqbatch.csv qd,batch,rep,iops,lat_mean_us,lat_p99_us,ios,irqs,cpu_us_per_io,fio_json
+if ic_on; then
+	ic_setup
+	csv_open irqbatch-insns.csv "qd,batch,rep,$IC_HDR"
+else
+	csv_open irqbatch.csv qd,batch,rep,iops,lat_mean_us,lat_p99_us,ios,irqs,cpu_us_per_io,fio_json
+fi
 for qd in "${qds[@]}"; do
 	for ((r = 1; r <= reps; r++)); do
 		modes=(0 1)
@@ -32,6 +39,12 @@ for qd in "${qds[@]}"; do
 			for ((i = 0; i < ndisks; i++)); do
 				args+=(--name="${disks[i]}" --filename="/dev/${disks[i]}" --cpus_allowed=$((i % n)))
 			done
+			if ic_on; then
+				ic_window reqs fio --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
+					--iodepth="$qd" --time_based --runtime=600 --size=1G "${args[@]}"
+				csv_row irqbatch-insns.csv "$qd,$b,$r,$IC_ROW"
+				continue
+			fi
 			before=$(irq_sum "$re")
 			fio_json /tmp/ib.json --ioengine=io_uring --direct=1 --rw=randread --bs=4k \
 				--iodepth="$qd" --time_based --runtime="$runtime" --ramp_time=1 \
@@ -57,6 +70,7 @@ PY
 	done
 done
 echo 1 >"$param"
+ic_on && exit 0
 
 rd=()
 for s in "vstor$ndisks" "vstor$((ndisks + 1))"; do

@@ -60,3 +60,105 @@ nvme_by_serial() {
 	done
 	return 1
 }
+
+# Guest instructions per I/O (tools/insncount, Documentation/insncount.md).
+# A benchmark's guest is booted a second time with the plugin (bench_vm with
+# --insns 1, the default): then ic_on is true, and the guest script runs each
+# configuration once per repetition as ic_window, counting a window inside
+# the running job, and writes NAME-insns.csv instead of NAME.csv. IOPS come
+# from the boot without the plugin, which slows TCG (Documentation/insncount.md).
+IC_JSON=$OUT/insncount.json
+IC_MARK=$TOOLS/insnmark
+# The storage stack's code, as named ranges (insnranges.py specs): by
+# default the block layer, io_uring, the virtio core and ring, virtio_blk
+# and NVMe (core and PCI driver); a script may set IC_STACK to other names
+# of IC_SPEC before ic_setup. A path's stack count is their sum: a path
+# through one driver counts nothing in the other's.
+declare -A IC_SPEC=([block]=dir:block [io_uring]=dir:io_uring [virtio]=dir:drivers/virtio
+	[virtio_blk]=mod:virtio_blk [nvme]=dir:drivers/nvme [fuse]=dir:fs/fuse
+	[vhost]=mod:vhost [vhost_blk]=mod:vhost_blk [drivers_block]=dir:drivers/block)
+IC_STACK=(block io_uring virtio virtio_blk nvme)
+IC_EXTRA=()
+# Warm-up before a window and the window itself, seconds.
+IC_WARM=${IC_WARM:-2} IC_SECS=${IC_SECS:-3}
+
+ic_on() { [[ -e $IC_JSON ]]; }
+
+# ic_syms SYM...: those of the text symbols that /proc/kallsyms lists, comma
+# separated.
+ic_syms() {
+	awk -v want=" $* " '$2 ~ /^[tTwW]$/ && index(want, " " $3 " ") && !seen[$3]++ { printf "%s%s", n++ ? "," : "", $3 }' /proc/kallsyms
+}
+
+# ic_setup: load the ranges of IC_STACK, an entry counter
+# "reqs" on blk_mq_start_request (each request a blk-mq driver issues, block
+# and passthrough alike: the disk's stat counts no passthrough command),
+# "irqs" on the virtio and NVMe interrupt handlers and "polls" on their
+# drivers' poll functions (each look at a poll queue), plus the NAME=SPECs
+# of the array IC_EXTRA (insnranges.py), into the plugin; fail unless it took them. Call
+# after the modules counted are loaded.
+ic_setup() {
+	local rec n irqs polls specs=()
+	for n in "${IC_STACK[@]}"; do
+		specs+=("$n=${IC_SPEC[$n]}")
+	done
+	# The handlers of the drivers this guest has loaded (virtio_blk is a
+	# module).
+	irqs=$(ic_syms vring_interrupt nvme_irq) polls=$(ic_syms virtblk_poll nvme_poll)
+	[[ -z $irqs ]] || specs+=("irqs=entry:$irqs")
+	[[ -z $polls ]] || specs+=("polls=entry:$polls")
+	/usr/bin/python3 "$TOP/tools/insncount/insnranges.py" --obj "$(dirname "$MODROOT")" \
+		"$OUT/insncount.ranges" "${specs[@]}" reqs=entry:blk_mq_start_request "${IC_EXTRA[@]}" >/dev/null
+	"$IC_MARK" --reload
+	rec=$(grep '"id":65535' "$IC_JSON" | tail -n 1)
+	[[ $rec == *'"loaded":'[1-9]* ]] || { echo "insncount: the ranges did not load: $rec"; return 1; }
+	IC_NEXT=100
+	info "insncount: guest instructions per I/O counted over ${IC_SECS}s windows after ${IC_WARM}s of warm-up, in a boot of their own; stack = ${IC_STACK[*]}"
+}
+
+# ic_window DENOM CMD...: run CMD (a job that runs until SIGINT, or for
+# longer than the warm-up and the window) in the background, output in
+# /tmp/icw.out; after IC_WARM seconds count IC_SECS seconds between two
+# markers, then stop it with SIGTERM (a background job of a script ignores
+# SIGINT unless it sets a handler, as fio does and vhost_blk_test does not). DENOM is the entry counter whose count
+# in the window is the I/Os (reqs). Sets IC_ROW to
+#   ios,stack_per_io,kernel_per_io,user_per_io,irqs_per_io,polls_per_io
+# (the window's I/Os; instructions of the IC_STACK ranges, of the whole
+# kernel and of user space, every vCPU, per I/O; interrupts and driver
+# polls per I/O); IC_HDR names its columns. Fails when CMD failed or did no
+# I/O.
+# shellcheck disable=SC2034 # read by the guest scripts
+IC_HDR=ic_ios,insn_stack_per_io,insn_kernel_per_io,insn_user_per_io,ic_irqs_per_io,ic_polls_per_io
+ic_window() {
+	local denom=$1 pid a=$IC_NEXT b=$((IC_NEXT + 1)) k v st=0 rc=0 r
+	local -A c=()
+	shift
+	IC_NEXT=$((IC_NEXT + 2))
+	"$@" >/tmp/icw.out 2>&1 &
+	pid=$!
+	sleep "$IC_WARM"
+	"$IC_MARK" "$a"
+	sleep "$IC_SECS"
+	"$IC_MARK" "$b"
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" || rc=$?
+	# fio exits 128 after a SIGTERM, having written its summary, where an
+	# error would show (err=); the others die of it (143).
+	if ((rc != 0 && rc != 128 && rc != 143)) || grep -q 'err= *[1-9]' /tmp/icw.out; then
+		cat /tmp/icw.out
+		echo "ic_window: $1 failed (exit $rc)"
+		return 1
+	fi
+	while IFS='=' read -r k v; do
+		c[$k]=$v
+	done < <(/usr/bin/python3 "$TOP/tools/insncount/insnstat.py" "$IC_JSON" "$a" "$b")
+	v=${c[entry.$denom]:-0}
+	((v > 0)) || { cat /tmp/icw.out; echo "ic_window: no I/O ($denom) in the window"; return 1; }
+	for r in "${IC_STACK[@]}"; do
+		st=$((st + ${c[range.$r]:-0}))
+	done
+	# shellcheck disable=SC2034 # read by the guest scripts
+	IC_ROW=$(awk -v n="$v" -v s="$st" -v k="${c[kernel]}" -v u="${c[user]}" -v i="${c[entry.irqs]:-0}" \
+		-v p="${c[entry.polls]:-0}" \
+		'BEGIN { printf "%d,%.0f,%.0f,%.0f,%.3f,%.2f", n, s / n, k / n, u / n, i / n, p / n }')
+}

@@ -2,7 +2,8 @@
 # Runs inside the guest (see bench/poll.sh): queue layout of each virtio-blk
 # disk, then fio io_uring 4k random reads with and without hipri on the same
 # disk, alternating, with the interrupts each run took. One row per fio run
-# in poll.csv.
+# in poll.csv; in a boot with the insncount plugin, one row per counted
+# window instead, in poll-insns.csv (bench/guest/lib.sh ic_window).
 #   poll.sh RUNTIME REPS "QD..." NAME=SERIAL...
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,7 +23,12 @@ done
 info "num_poll_queues=$(cat /sys/module/virtio_blk/parameters/num_poll_queues), $(nproc) vCPUs, fio $(fio --version)"
 echo
 
-csv_open poll.csv backend,disk,qd,mode,rep,iops,lat_mean_us,lat_p99_us,ios,irqs,fio_json
+if ic_on; then
+	ic_setup
+	csv_open poll-insns.csv "backend,disk,qd,mode,rep,$IC_HDR"
+else
+	csv_open poll.csv backend,disk,qd,mode,rep,iops,lat_mean_us,lat_p99_us,ios,irqs,fio_json
+fi
 for pair in "$@"; do
 	backend=${pair%%=*}
 	d=$(disk_by_serial "${pair#*=}") || { echo "no disk with serial ${pair#*=}"; exit 1; }
@@ -32,6 +38,14 @@ for pair in "$@"; do
 			for hipri in 0 1; do
 				mode=plain
 				((hipri)) && mode=hipri
+				if ic_on; then
+					ic_window reqs fio --name=b --filename="/dev/$d" \
+						--ioengine=io_uring --direct=1 --rw=randread --bs=4k \
+						--iodepth="$qd" --hipri=$hipri --time_based --runtime=600 \
+						--size=1G
+					csv_row poll-insns.csv "$backend,$d,$qd,$mode,$r,$IC_ROW"
+					continue
+				fi
 				before=$(irq_sum "^$v-req")
 				fio_json /tmp/b.json --name=b --filename="/dev/$d" \
 					--ioengine=io_uring --direct=1 --rw=randread --bs=4k \

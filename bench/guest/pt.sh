@@ -3,7 +3,9 @@
 # (interrupt-driven, polled), fio 4k random reads through the four paths
 # one after the other, alternating their order between repetitions:
 # virtio-blk block device, virtio-blk passthrough, NVMe block device, NVMe
-# generic device. One row per fio run in pt.csv.
+# generic device. One row per fio run in pt.csv; in a boot with the
+# insncount plugin, one row per counted window in pt-insns.csv instead
+# (bench/guest/lib.sh ic_window).
 #   pt.sh RUNTIME REPS "QD..."
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,6 +20,12 @@ run() {
 	local backend=$1 qd=$2 mode=$3 rep=$4 path=$5 file=$6 poll=0
 	shift 6
 	[[ $mode == poll ]] && poll=1
+	if ic_on; then
+		ic_window reqs "$FIO_BIN" --name=b --filename="$file" "$@" --rw=randread \
+			--bs=4k --iodepth="$qd" --hipri="$poll" --time_based --runtime=600 --size=1G
+		csv_row pt-insns.csv "$backend,$qd,$mode,$rep,$path,$file,$IC_ROW"
+		return
+	fi
 	# Engine options (hipri) come after the engine.
 	fio_json /tmp/b.json --name=b --filename="$file" "$@" --rw=randread \
 		--bs=4k --iodepth="$qd" --hipri="$poll" --time_based \
@@ -39,7 +47,12 @@ done
 info "$(nproc) vCPUs, fio $("$FIO_BIN" --version), runtime ${runtime}s + 1s ramp, $reps repetitions"
 echo
 
-csv_open pt.csv backend,qd,mode,rep,path,device,iops,lat_mean_us,lat_p99_us,fio_json
+if ic_on; then
+	ic_setup
+	csv_open pt-insns.csv "backend,qd,mode,rep,path,device,$IC_HDR"
+else
+	csv_open pt.csv backend,qd,mode,rep,path,device,iops,lat_mean_us,lat_p99_us,fio_json
+fi
 for pair in "file vstor0 vstor1" "null-co vstor2 vstor3"; do
 	read -r backend vs ns <<<"$pair"
 	d=$(disk_by_serial "$vs") n=$(nvme_by_serial "$ns")

@@ -4,7 +4,9 @@
 # alternating order between repetitions: the virtio-blk block device, its
 # passthrough character device, the NVMe block device and its generic
 # device. For each: IOPS, and per completed I/O the submitter's CPU time
-# and the device's interrupts. One row per run in ptcpu.csv.
+# and the device's interrupts. One row per run in ptcpu.csv; in a boot with
+# the insncount plugin, one row per counted window in ptcpu-insns.csv
+# instead (bench/guest/lib.sh ic_window), and no profiles.
 #
 # The CPU time is perf's task-clock of t/io_uring: the time it was on a
 # CPU, by the scheduler's clock, interrupts that arrived meanwhile
@@ -45,6 +47,12 @@ tiou_args() {
 run() {
 	local qd=$1 mode=$2 rep=$3 path=$4 file=$5 pat=$6 b=1 out i0 i1 ios us ms vals kept
 	((qd == 1)) || b=$batch
+	if ic_on; then
+		# shellcheck disable=SC2046 # the arguments are words
+		ic_window reqs taskset -c 0 "$TIOU" $(tiou_args "$path" "$qd" "$mode") -r600 "$file"
+		csv_row ptcpu-insns.csv "$qd,$b,$mode,$rep,$path,$file,$IC_ROW"
+		return
+	fi
 	out=/tmp/tiou.out
 	i0=$(irqs "$pat")
 	# shellcheck disable=SC2046 # the arguments are words
@@ -76,7 +84,12 @@ info "NVMe /dev/$n (null-co, QEMU main loop, io_poll $(cat "/sys/block/$n/queue/
 info "runtime ${runtime}s, $reps repetitions, QD ${qds[*]} (batch 1 at QD 1, else $batch), fixed buffers, registered files"
 echo
 
-csv_open ptcpu.csv qd,batch,mode,rep,path,device,iops,ios,cpu_us_per_io,irqs_per_io,output
+if ic_on; then
+	ic_setup
+	csv_open ptcpu-insns.csv "qd,batch,mode,rep,path,device,$IC_HDR"
+else
+	csv_open ptcpu.csv qd,batch,mode,rep,path,device,iops,ios,cpu_us_per_io,irqs_per_io,output
+fi
 for qd in "${qds[@]}"; do
 	for mode in irq poll; do
 		for ((r = 1; r <= reps; r++)); do
@@ -89,7 +102,7 @@ for qd in "${qds[@]}"; do
 	done
 done
 
-((perf)) || exit 0
+((perf)) && ! ic_on || exit 0
 # Profiles: where vCPU 0's time goes on each path, polled, at the highest
 # depth: perf's cpu-clock (an hrtimer, no PMU) sampling vCPU 0 only.
 qd=${qds[-1]}

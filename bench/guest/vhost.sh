@@ -5,7 +5,11 @@
 # workers busy-polling for WINDOW (vhost-blk-bp) and with the driver
 # polling too (vhost-blk-bp-poll), one after the other, the order rotated
 # between repetitions. One row per run in vhost.csv; each run's own output
-# (fio JSON, vhost_blk_test's lines) is kept beside it.
+# (fio JSON, vhost_blk_test's lines) is kept beside it. In a boot with the
+# insncount plugin, one row per counted window in vhost-insns.csv instead
+# (bench/guest/lib.sh ic_window): the I/Os are the bios submitted (both
+# paths submit one per 4 KiB read), the stack is the block layer, io_uring,
+# vhost, vhost_blk and the block drivers (null_blk, brd).
 #   vhost.sh RUNTIME REPS "QD..." WINDOW
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,6 +22,22 @@ VBT=$TOOLS/vhost_blk_test
 run() {
 	local backend=$1 dev=$2 qd=$3 queues=$4 workers=$5 rep=$6 path=$7 out id extra=()
 	id=$backend-qd$qd-q$queues-w$workers-$path-$rep
+	case $path in
+	vhost-blk-bp) extra=(--busy-poll "$window") ;;
+	vhost-blk-bp-poll) extra=(--busy-poll "$window" --poll) ;;
+	esac
+	if ic_on; then
+		if [[ $path == io_uring ]]; then
+			ic_window bios fio --name=b --filename="$dev" --ioengine=io_uring --direct=1 \
+				--rw=randread --bs=4k --iodepth="$qd" --numjobs="$queues" --time_based \
+				--runtime=600 --size=256M
+		else
+			ic_window bios "$VBT" --backend "$dev" --mode bench --rw randread --bs 4096 \
+				--qd "$qd" --queues "$queues" --workers "$workers" "${extra[@]}" --time 600
+		fi
+		csv_row vhost-insns.csv "$backend,$dev,$qd,$queues,$workers,$rep,$path,$IC_ROW"
+		return
+	fi
 	if [[ $path == io_uring ]]; then
 		fio_json /tmp/b.json --name=b --filename="$dev" --ioengine=io_uring \
 			--direct=1 --rw=randread --bs=4k --iodepth="$qd" \
@@ -29,10 +49,6 @@ run() {
 		# CPU, kicks, poll hits and fairness are vhost-blk's figures.
 		out+=,nan,nan,nan,nan,nan,$(keep_file /tmp/b.json "fio/$id.json")
 	else
-		case $path in
-		vhost-blk-bp) extra=(--busy-poll "$window") ;;
-		vhost-blk-bp-poll) extra=(--busy-poll "$window" --poll) ;;
-		esac
 		"$VBT" --backend "$dev" --mode bench --rw randread --bs 4096 \
 			--qd "$qd" --queues "$queues" --workers "$workers" "${extra[@]}" \
 			--time "$runtime" >/tmp/vbt.txt 2>&1 || { cat /tmp/vbt.txt; return 1; }
@@ -64,7 +80,14 @@ if ((window)); then
 fi
 echo
 
-csv_open vhost.csv backend,device,qd,queues,workers,rep,path,iops,lat_mean_us,lat_p99_us,worker_cpu_us,driver_cpu_us,kicks_per_io,poll_hits_per_io,fairness,output
+if ic_on; then
+	IC_STACK=(block io_uring vhost vhost_blk drivers_block)
+	IC_EXTRA=(bios=entry:submit_bio)
+	ic_setup
+	csv_open vhost-insns.csv "backend,device,qd,queues,workers,rep,path,$IC_HDR"
+else
+	csv_open vhost.csv backend,device,qd,queues,workers,rep,path,iops,lat_mean_us,lat_p99_us,worker_cpu_us,driver_cpu_us,kicks_per_io,poll_hits_per_io,fairness,output
+fi
 for pair in "null_blk /dev/nullb0" "brd /dev/ram0"; do
 	read -r backend dev <<<"$pair"
 	for qd in "${qds[@]}"; do

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs in the guest (see bench/virtiofs.sh): mounts the virtio-fs devices and
 # runs each workload on each, rotating the order of the devices every
-# repetition. One row per fio run in virtiofs.csv.
+# repetition. One row per fio run in virtiofs.csv; in a boot with the
+# insncount plugin, one row per counted window in virtiofs-insns.csv
+# instead (bench/guest/lib.sh ic_window): instructions per FUSE request
+# (fuse_request_end), the stack being FUSE with virtio-fs, and virtio.
 #   virtiofs.sh RUNTIME REPS ENGINE IODEPTH TAG...
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,7 +25,14 @@ common=(--directory=DIR --numjobs="$n" --cpus_allowed="0-$((n - 1))"
 	--cpus_allowed_policy=split --size=64M --direct=1 --ioengine="$engine"
 	--iodepth="$iodepth" --time_based --runtime="$runtime" --ramp_time=1
 	--group_reporting)
-csv_open virtiofs.csv rw,bs,device,rep,bw_mib_s,iops,lat_mean_us,fio_json
+if ic_on; then
+	IC_STACK=(fuse virtio)
+	IC_EXTRA=(freqs=entry:fuse_request_end)
+	ic_setup
+	csv_open virtiofs-insns.csv "rw,bs,device,rep,$IC_HDR"
+else
+	csv_open virtiofs.csv rw,bs,device,rep,bw_mib_s,iops,lat_mean_us,fio_json
+fi
 for ((r = 0; r < reps; r++)); do
 	order=("${tags[@]:r % ${#tags[@]}}" "${tags[@]:0:r % ${#tags[@]}}")
 	for w in "read 256k" "write 256k" "randread 4k" "randwrite 4k"; do
@@ -30,6 +40,12 @@ for ((r = 0; r < reps; r++)); do
 		dir="read"
 		[[ $rw == *write ]] && dir="write"
 		for tag in "${order[@]}"; do
+			if ic_on; then
+				ic_window freqs fio --name=vb "${common[@]/DIR//tmp/vb/$tag}" \
+					--rw="$rw" --bs="$bs" --runtime=600
+				csv_row virtiofs-insns.csv "$rw,$bs,$tag,$((r + 1)),$IC_ROW"
+				continue
+			fi
 			fio_json /tmp/b.json --name=vb "${common[@]/DIR//tmp/vb/$tag}" \
 				--rw="$rw" --bs="$bs"
 			# Assigned first: a failing substitution inside csv_row's argument

@@ -12,8 +12,8 @@
 
 SUITE_ORDER=60
 SUITE_VM=(--cpus 2 --disk file:queues=2 --append virtio_blk.num_poll_queues=1 --insncount)
-SUITE_NEEDS=(kernel tools plugin)
-TESTS=(ic_user_exact ic_split ic_idle ic_ranges ic_repeat ic_poll_spin)
+SUITE_NEEDS=(kernel tools plugin fio)
+TESTS=(ic_user_exact ic_split ic_idle ic_ranges ic_entries ic_repeat ic_poll_spin)
 
 IC_JSON=/run/vstor/insncount.json
 IC_RANGES=/run/vstor/insncount.ranges
@@ -115,7 +115,8 @@ ic_load_ranges() {
 	if [[ ! -s /tmp/ic.ranges ]]; then
 		/usr/bin/python3 "$TOP/tools/insncount/insnranges.py" --obj "$(dirname "$MODROOT")" \
 			/tmp/ic.ranges block=dir:block io_uring=dir:io_uring \
-			virtio=dir:drivers/virtio virtio_blk=mod:virtio_blk || return
+			virtio=dir:drivers/virtio virtio_blk=mod:virtio_blk \
+			reqs=entry:blk_mq_start_request || return
 	fi
 	cp /tmp/ic.ranges "$IC_RANGES" || return
 	"$MARK" --reload || return
@@ -162,6 +163,31 @@ ic_windows() {
 	wait "$pid"
 	! grep -q 'err= *[1-9]' /tmp/ic.log || { cat /tmp/ic.log; fail "fio failed"; return; }
 	((${#IC_W_STACK[@]} == n)) || fail "$n windows wanted, ${#IC_W_STACK[@]} counted"
+}
+
+desc_ic_entries="an entry counter on blk_mq_start_request counts requests: the disk's completed reads in a window (within 2), and exactly a passthrough job's commands, which the disk's stat leaves out"
+ic_entries() {
+	local d a b r1 r2 n=1000 reqs
+	ic_load_ranges || return
+	ic_windows 1 --hipri=0 || return
+	reqs=${IC[entry.reqs]:-0}
+	note "block device, one window: $reqs requests started, ${IC_W_IOS[1]} reads completed (/sys/block stat)"
+	((reqs - IC_W_IOS[1] <= 2 && IC_W_IOS[1] - reqs <= 2)) ||
+		fail "$reqs requests started against ${IC_W_IOS[1]} reads completed" || return
+	d=$(disk_by_serial vstor0) || fail "no disk vstor0" || return
+	a=$(ic_id) b=$(ic_id)
+	r1=$(awk '{ print $1 }' "/sys/block/$d/stat")
+	"$MARK" "$a" || return
+	"$TOP/build/fio/fio" --name=pt --filename="/dev/vblk/$d" --ioengine=io_uring_cmd --cmd_type=vblk \
+		--rw=randread --bs=4k --size=64M --number_ios=$n --output=/tmp/ic-pt.log ||
+		{ cat /tmp/ic-pt.log; fail "fio passthrough failed"; return; }
+	"$MARK" "$b" || return
+	r2=$(awk '{ print $1 }' "/sys/block/$d/stat")
+	ic_stat "$a" "$b" || return
+	reqs=${IC[entry.reqs]:-0}
+	note "passthrough, $n commands: $reqs requests started; the disk's stat moved by $((r2 - r1))"
+	# Any block-device read meanwhile counts in both.
+	expect_eq "requests started beyond the disk's own reads" $((reqs - (r2 - r1))) "$n"
 }
 
 desc_ic_repeat="the same job run twice, each counted over three windows: storage-stack instructions per I/O (block, io_uring, virtio, virtio_blk) agree within 2%"
