@@ -21,7 +21,7 @@ loop_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 if [[ $mode == on ]]; then
 	/usr/bin/python3 "$TOP/tools/insncount/insnranges.py" --obj "$(dirname "$MODROOT")" \
 		"$OUT/insncount.ranges" block=dir:block io_uring=dir:io_uring \
-		virtio=dir:drivers/virtio virtio_blk=mod:virtio_blk
+		virtio=dir:drivers/virtio virtio_blk=mod:virtio_blk reqs=entry:blk_mq_start_request
 	"$MARK" --reload
 fi
 taskset -c 1 fio --output-format=json --output=/tmp/f.json --name=r --filename="/dev/$d" \
@@ -29,20 +29,21 @@ taskset -c 1 fio --output-format=json --output=/tmp/f.json --name=r --filename="
 	--time_based --runtime="$runtime" --disk_util=0 &
 pid=$!
 sleep 3
-r1=$(awk '{ print $1 }' "/sys/block/$d/stat")
 taskset -c 0 "$MARK" 3
 sleep $((runtime - 6))
 taskset -c 0 "$MARK" 4
-r2=$(awk '{ print $1 }' "/sys/block/$d/stat")
 wait "$pid"
 iops=$(fio_field /tmp/f.json read 'round(j["iops"])')
-ios=$((r2 - r1))
+ios=
 stack="" kernel="" user="" loop_insns=""
 if [[ $mode == on ]]; then
 	declare -A c
 	while IFS='=' read -r k v; do
 		c[$k]=$v
 	done < <(/usr/bin/python3 "$TOP/tools/insncount/insnstat.py" "$JSON" 3 4)
+	# The requests started between the markers (the disk's stat, read by
+	# processes around them, would take in more).
+	ios=${c[entry.reqs]}
 	stack=$(((${c[range.block]} + ${c[range.io_uring]} + ${c[range.virtio]} + ${c[range.virtio_blk]}) / ios))
 	kernel=$((c[kernel] / ios)) user=$((c[user] / ios))
 	loop_insns=$(/usr/bin/python3 "$TOP/tools/insncount/insnstat.py" "$JSON" 1 2 | sed -n 's/^user.1=//p')
