@@ -6,7 +6,7 @@ help:
 	@echo "make demo          the main job: build, boot the patched guest, show each feature at work (~5 min warm)"
 	@echo "make test          every test (what .ci/run runs); T=\"SUITE[:TEST] mainline/SUITE ...\" runs some, FLAVOR=debug on the debug kernel"
 	@echo "make test-debug    the guest suites on the debug (KASAN, lockdep) kernel"
-	@echo "make bench         every benchmark (about 95 min), report in build/results/latest/report.md;"
+	@echo "make bench         every benchmark (about 140 min), report in build/results/latest/report.md;"
 	@echo "                   B=\"poll pt\" runs some, ARGS=\"--runtime 2 --reps 1\" passes options"
 	@echo "make setup         install the Debian packages the project needs (root; apt-get)"
 	@echo "make prepare       unpack the base into its tree and apply its series (KBASE=6.12: build/linux, kernel/6.12;"

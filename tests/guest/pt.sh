@@ -9,7 +9,7 @@ SUITE_VM=(--cpus 2 --disk file:queues=2 --disk file --disk file:ro --disk file:b
 	--append virtio_blk.num_poll_queues=1)
 SUITE_NEEDS=(kernel tools fio)
 
-TESTS=(pt_node pt_info pt_get_id pt_cross_check pt_polled_no_irq
+TESTS=(pt_node pt_info pt_get_id pt_cross_check pt_polled_no_irq pt_poll_other_task
 	pt_segments pt_ranges pt_hostile pt_perms pt_readonly pt_concurrent
 	pt_queue_full pt_late_sqe pt_cancel pt_exit_defer pt_exec_inflight pt_poll_runtime pt_fio_verify pt_fio_cross
 	pt_fio_trim_flush pt_compat32 pt_unplug)
@@ -149,6 +149,22 @@ pt_polled_no_irq() {
 	note "2000 reads: $polled interrupts polled, $plain not polled"
 	((polled == 0)) || fail "$polled interrupts during polled passthrough" || return
 	((plain >= 1000)) || fail "only $plain interrupts for 2000 interrupt-driven reads"
+}
+
+desc_pt_poll_other_task="polled reads into a buffer the kernel bounces (4 bytes into a page), found done by another task polling the same ring (a forked child): each completes in its submitter, whose buffer gets the data; the same on an interrupt-driven ring"
+pt_poll_other_task() {
+	local d seed=4242 sector=300000 poll
+	d=$(pt_disk) || return
+	pt -p $seed -s $sector -l 65536 -c 4 "/dev/$d" bdev-write || fail "block device write" || return
+	for poll in -P ""; do
+		# A child polling the ring may end the parent's commands; their
+		# data is copied from the bounce buffer to the memory of the task
+		# that completes them, which must be the parent.
+		pt $poll -C -O 4 -p $seed -s $sector -l 4096 -c 64 -q 4 "/dev/vblk/$d" read ||
+			fail "reads${poll:+ (polled)} reaped by a child: the submitter's buffer" || return
+		pt $poll -C -O 4 -p $seed -s $sector -l 65536 -c 4 -q 2 "/dev/vblk/$d" read ||
+			fail "64 KiB reads${poll:+ (polled)} reaped by a child" || return
+	done
 }
 
 desc_pt_segments="vectored commands with 1 to max_segments discontiguous segments verify both ways; one more is E2BIG; the same for a plain buffer's pages"

@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/nvme_ioctl.h>
@@ -99,6 +100,8 @@ static struct {
 	bool nvme;
 	uint32_t nsid;
 	bool len_set;
+	unsigned int buf_off;
+	bool child_reaps;
 } o = { .qd = 1, .count = 1, .mode = O_RDWR, .rsv_index = -1, .len = 4096 };
 
 static uint64_t mix(uint64_t x)
@@ -197,6 +200,8 @@ static void setup_slot(struct slot *s)
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (s->buf == MAP_FAILED)
 		die("mmap", errno);
+	/* -O: a buffer off the block layer's alignment is bounce-buffered. */
+	s->buf += o.buf_off;
 	s->iov = calloc(segs, sizeof(*s->iov));
 	if (!s->iov)
 		die("calloc", ENOMEM);
@@ -395,6 +400,11 @@ static void usage(void)
 "  -U         buffer not mapped          -I         iovec array not mapped\n"
 "  -B         first iovec's base not mapped\n"
 "  -N         64-byte SQEs (no IORING_SETUP_SQE128)\n"
+"  -O OFF     buffers start OFF bytes into their page (below 4096; not\n"
+"             512-byte aligned: the kernel copies through a bounce buffer)\n"
+"  -C         a forked child waits for each submission's completions (it\n"
+"             shares the ring, and polls it with -P), then the parent\n"
+"             checks them: completions found by another task\n"
 "  -K         submit, then exit without waiting for completions\n"
 "  -E         submit, then exec /bin/true without waiting for completions\n"
 "  -T         ring with IORING_SETUP_DEFER_TASKRUN (and SINGLE_ISSUER)\n"
@@ -423,7 +433,7 @@ int main(int argc, char **argv)
 	struct timespec t0, t1;
 	long ms, submit_max_ms = 0;
 
-	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKETvW:w:LDdZVM")) != -1) {
+	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKETvW:w:LDdZVMO:C")) != -1) {
 		switch (c) {
 		case 's': o.sector = strtoull(optarg, NULL, 0); break;
 		case 'l': o.len = strtoul(optarg, NULL, 0); o.len_set = true; break;
@@ -433,6 +443,12 @@ int main(int argc, char **argv)
 		case 'p': o.seed = strtoull(optarg, NULL, 0); o.pattern = true; break;
 		case 'F': o.fixed = true; break;
 		case 'P': o.poll = true; break;
+		case 'O':
+			o.buf_off = strtoul(optarg, NULL, 0);
+			if (o.buf_off >= PAGE)
+				usage();
+			break;
+		case 'C': o.child_reaps = true; break;
 		case 'q': o.qd = strtoul(optarg, NULL, 0); break;
 		case 'c': o.count = strtoul(optarg, NULL, 0); break;
 		case 'm':
@@ -606,6 +622,40 @@ int main(int argc, char **argv)
 
 		struct io_uring_cqe *cqe;
 
+		if (o.child_reaps) {
+			/*
+			 * The child reaps on the shared ring without marking
+			 * anything seen: on an IOPOLL ring it polls the device
+			 * and may be the one to find these commands done. The
+			 * parent, asleep in waitpid(), is where their completion
+			 * must run (task_work wakes it for that, and takes the
+			 * ring's lock). A blocking wait would poll holding that
+			 * lock until the completions it waits for are posted,
+			 * which the parent's task_work cannot do meanwhile: the
+			 * child polls once per io_uring_enter() instead.
+			 */
+			pid_t pid = fork();
+			int st;
+
+			if (pid < 0)
+				die("fork", errno);
+			if (!pid) {
+				for (int i = 0; i < 100000; i++) {
+					if (io_uring_cq_ready(&ring) >= inflight)
+						_exit(0);
+					if (io_uring_get_events(&ring) < 0)
+						_exit(1);
+					usleep(100);
+				}
+				_exit(3);
+			}
+			if (waitpid(pid, &st, 0) < 0)
+				die("waitpid", errno);
+			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+				printf("the child reaper failed (status %#x)\n", st);
+				failures++;
+			}
+		}
 		ret = io_uring_wait_cqe(&ring, &cqe);
 		if (ret)
 			die("io_uring_wait_cqe", -ret);
