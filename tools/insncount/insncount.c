@@ -183,37 +183,20 @@ static uint64_t pack_tb(uint64_t vaddr, size_t n)
 	return (vaddr & VADDR_MASK) << TB_INSNS_BITS | n;
 }
 
-static unsigned int find_group(const struct range_table *t, uint64_t vaddr)
+/* The group of the range of R[0..N) (sorted, disjoint) holding VADDR, or MAX_GROUPS. */
+static unsigned int find_in(const struct range *r, size_t n, uint64_t vaddr)
 {
-	size_t lo = 0, hi = t->n;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (vaddr < t->r[mid].start)
+		if (vaddr < r[mid].start)
 			hi = mid;
-		else if (vaddr >= t->r[mid].end)
+		else if (vaddr >= r[mid].end)
 			lo = mid + 1;
 		else
-			return t->r[mid].group;
-	}
-	return MAX_GROUPS;
-}
-
-/* The entry counter of a block starting at VADDR, or MAX_GROUPS. */
-static unsigned int find_entry(const struct range_table *t, uint64_t vaddr)
-{
-	size_t lo = 0, hi = t->nentries;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (vaddr < t->entry[mid].start)
-			hi = mid;
-		else if (vaddr > t->entry[mid].start)
-			lo = mid + 1;
-		else
-			return t->entry[mid].group;
+			return r[mid].group;
 	}
 	return MAX_GROUPS;
 }
@@ -231,10 +214,11 @@ static void kernel_tb_exec(unsigned int vcpu, void *udata)
 	if (!INLINE_PER_VCPU)
 		row[SLOT_KERNEL] += n;
 	if (t) {
-		g = find_group(t, vaddr);
+		g = find_in(t->r, t->n, vaddr);
 		if (g < MAX_GROUPS)
 			row[SLOT_GROUP0 + g] += n;
-		g = find_entry(t, vaddr);
+		/* An entry is the range [ADDR, ADDR + 1): a block starting there. */
+		g = find_in(t->entry, t->nentries, vaddr);
 		if (g < MAX_GROUPS)
 			row[SLOT_GROUP0 + g]++;
 	}
