@@ -93,10 +93,11 @@ ic_syms() {
 # ic_setup: load the ranges of IC_STACK, an entry counter
 # "reqs" on blk_mq_start_request (each request a blk-mq driver issues, block
 # and passthrough alike: the disk's stat counts no passthrough command),
-# "irqs" on the virtio and NVMe interrupt handlers and "polls" on their
-# drivers' poll functions (each look at a poll queue), plus the NAME=SPECs
-# of the array IC_EXTRA (insnranges.py), into the plugin; fail unless it took them. Call
-# after the modules counted are loaded.
+# "irqs" on the interrupt handlers of virtio-blk's and virtio-fs's queues
+# and NVMe's (not vring_interrupt, which the 9p root's queue runs too) and
+# "polls" on the drivers' poll functions (each look at a poll queue), plus
+# the NAME=SPECs of the array IC_EXTRA (insnranges.py), into the plugin;
+# fail unless it took them. Call after the modules counted are loaded.
 ic_setup() {
 	local rec n irqs polls specs=()
 	for n in "${IC_STACK[@]}"; do
@@ -104,61 +105,79 @@ ic_setup() {
 	done
 	# The handlers of the drivers this guest has loaded (virtio_blk is a
 	# module).
-	irqs=$(ic_syms vring_interrupt nvme_irq) polls=$(ic_syms virtblk_poll nvme_poll)
+	irqs=$(ic_syms virtblk_done virtio_fs_vq_done nvme_irq) polls=$(ic_syms virtblk_poll nvme_poll)
 	[[ -z $irqs ]] || specs+=("irqs=entry:$irqs")
 	[[ -z $polls ]] || specs+=("polls=entry:$polls")
 	/usr/bin/python3 "$TOP/tools/insncount/insnranges.py" --obj "$(dirname "$MODROOT")" \
 		"$OUT/insncount.ranges" "${specs[@]}" reqs=entry:blk_mq_start_request "${IC_EXTRA[@]}" >/dev/null
 	"$IC_MARK" --reload
-	rec=$(grep '"id":65535' "$IC_JSON" | tail -n 1)
+	rec=$(grep '"id":65535' "$IC_JSON" | tail -n 1 || true)
 	[[ $rec == *'"loaded":'[1-9]* ]] || { echo "insncount: the ranges did not load: $rec"; return 1; }
 	IC_NEXT=100
 	info "insncount: guest instructions per I/O counted over ${IC_SECS}s windows after ${IC_WARM}s of warm-up, in a boot of their own; stack = ${IC_STACK[*]}"
 }
 
-# ic_window DENOM CMD...: run CMD (a job that runs until SIGINT, or for
+# ic_window DENOM CMD...: run CMD (a job that runs until stopped, for
 # longer than the warm-up and the window) in the background, output in
 # /tmp/icw.out; after IC_WARM seconds count IC_SECS seconds between two
-# markers, then stop it with SIGTERM (a background job of a script ignores
-# SIGINT unless it sets a handler, as fio does and vhost_blk_test does not). DENOM is the entry counter whose count
-# in the window is the I/Os (reqs). Sets IC_ROW to
+# markers, then stop it: SIGINT, which fio and t/io_uring handle (they then
+# print their summary, where an error shows), and SIGTERM after 5 s (a
+# background job of a script ignores SIGINT unless it sets a handler, as
+# vhost_blk_test does not). One insnmark process places a marker 1 s
+# before the window and the window's two, so no program starts inside it;
+# the job must have done I/O in that second (it is past its start-up) and
+# must still run at the window's end. DENOM is the entry counter whose
+# count in the window is the I/Os (reqs). Sets IC_ROW to
 #   ios,stack_per_io,kernel_per_io,user_per_io,irqs_per_io,polls_per_io
 # (the window's I/Os; instructions of the IC_STACK ranges, of the whole
 # kernel and of user space, every vCPU, per I/O; interrupts and driver
-# polls per I/O); IC_HDR names its columns. Fails when CMD failed or did no
-# I/O.
+# polls per I/O, nan where this guest has no such handler); IC_HDR names
+# its columns. Fails when CMD failed, stopped early or did no I/O.
 # shellcheck disable=SC2034 # read by the guest scripts
 IC_HDR=ic_ios,insn_stack_per_io,insn_kernel_per_io,insn_user_per_io,ic_irqs_per_io,ic_polls_per_io
 ic_window() {
-	local denom=$1 pid a=$IC_NEXT b=$((IC_NEXT + 1)) k v st=0 rc=0 r
+	local denom=$1 pid a0=$IC_NEXT a=$((IC_NEXT + 1)) b=$((IC_NEXT + 2)) k v st=0 rc=0 r out alive
 	local -A c=()
 	shift
-	IC_NEXT=$((IC_NEXT + 2))
+	IC_NEXT=$((IC_NEXT + 3))
 	"$@" >/tmp/icw.out 2>&1 &
 	pid=$!
-	sleep "$IC_WARM"
-	"$IC_MARK" "$a"
-	sleep "$IC_SECS"
-	"$IC_MARK" "$b"
+	sleep $((IC_WARM - 1))
+	"$IC_MARK" --seq "$a0" 1000 "$a" $((IC_SECS * 1000)) "$b"
+	alive=0
+	kill -0 "$pid" 2>/dev/null && alive=1
+	kill -INT "$pid" 2>/dev/null || true
+	for ((k = 0; k < 50; k++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
 	kill -TERM "$pid" 2>/dev/null || true
 	wait "$pid" || rc=$?
-	# fio exits 128 after a SIGTERM, having written its summary, where an
-	# error would show (err=); the others die of it (143).
-	if ((rc != 0 && rc != 128 && rc != 143)) || grep -q 'err= *[1-9]' /tmp/icw.out; then
+	# fio exits 128 on a signal, having written its summary; t/io_uring 0;
+	# vhost_blk_test dies of the SIGTERM (143).
+	if ((!alive)) || ((rc != 0 && rc != 128 && rc != 143)) ||
+		grep -qE 'err= *[1-9]|unexpected ret' /tmp/icw.out; then
 		cat /tmp/icw.out
-		echo "ic_window: $1 failed (exit $rc)"
+		echo "ic_window: $1 failed (exit $rc$( ((alive)) || echo ", ended before the window did"))"
 		return 1
 	fi
+	out=$(/usr/bin/python3 "$TOP/tools/insncount/insnstat.py" "$IC_JSON" "$a0" "$a") ||
+		{ echo "$out"; return 1; }
+	[[ $out == *"entry.$denom="[1-9]* ]] ||
+		{ cat /tmp/icw.out; echo "ic_window: no I/O ($denom) in the second before the window: still starting?"; return 1; }
+	out=$(/usr/bin/python3 "$TOP/tools/insncount/insnstat.py" "$IC_JSON" "$a" "$b") ||
+		{ echo "$out"; return 1; }
 	while IFS='=' read -r k v; do
 		c[$k]=$v
-	done < <(/usr/bin/python3 "$TOP/tools/insncount/insnstat.py" "$IC_JSON" "$a" "$b")
+	done <<<"$out"
 	v=${c[entry.$denom]:-0}
 	((v > 0)) || { cat /tmp/icw.out; echo "ic_window: no I/O ($denom) in the window"; return 1; }
 	for r in "${IC_STACK[@]}"; do
 		st=$((st + ${c[range.$r]:-0}))
 	done
 	# shellcheck disable=SC2034 # read by the guest scripts
-	IC_ROW=$(awk -v n="$v" -v s="$st" -v k="${c[kernel]}" -v u="${c[user]}" -v i="${c[entry.irqs]:-0}" \
-		-v p="${c[entry.polls]:-0}" \
-		'BEGIN { printf "%d,%.0f,%.0f,%.0f,%.3f,%.2f", n, s / n, k / n, u / n, i / n, p / n }')
+	IC_ROW=$(awk -v n="$v" -v s="$st" -v k="${c[kernel]}" -v u="${c[user]}" \
+		-v i="${c[entry.irqs]:-nan}" -v p="${c[entry.polls]:-nan}" '
+		function per(x, f) { return x == "nan" ? "nan" : sprintf(f, x / n) }
+		BEGIN { printf "%d,%.0f,%.0f,%.0f,%s,%s", n, s / n, k / n, u / n, per(i, "%.3f"), per(p, "%.2f") }')
 }

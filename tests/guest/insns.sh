@@ -148,9 +148,8 @@ ic_windows() {
 	sleep 2
 	for ((k = 1; k <= n; k++)); do
 		a=$(ic_id) b=$(ic_id)
-		taskset -c 0 "$MARK" "$a" || break
-		sleep 3
-		taskset -c 0 "$MARK" "$b" || break
+		# One process for both markers: no program starts in the window.
+		taskset -c 0 "$MARK" --seq "$a" 3000 "$b" || break
 		ic_stat "$a" "$b" || break
 		ios=${IC[entry.reqs]:-0} st=0
 		((ios > 100)) || { fail "window $k: $ios I/Os"; break; }

@@ -151,19 +151,23 @@ pt_polled_no_irq() {
 	((plain >= 1000)) || fail "only $plain interrupts for 2000 interrupt-driven reads"
 }
 
-desc_pt_poll_other_task="polled reads into a buffer the kernel bounces (4 bytes into a page), found done by another task polling the same ring (a forked child): each completes in its submitter, whose buffer gets the data; the same on an interrupt-driven ring"
+desc_pt_poll_other_task="reads into buffers the block layer bounces (one byte into a page), plain and registered, found done by another task polling the same ring (a forked child that alone polls it): the submitter's buffer gets the data; the same on an interrupt-driven ring"
 pt_poll_other_task() {
-	local d seed=4242 sector=300000 poll
+	local d seed=4242 sector=300000 poll fixed
 	d=$(pt_disk) || return
+	# An odd address is off any DMA alignment the disk can have.
+	(($(cat "/sys/block/$d/queue/dma_alignment") >= 1)) ||
+		fail "dma_alignment 0: nothing would be bounced" || return
 	pt -p $seed -s $sector -l 65536 -c 4 "/dev/$d" bdev-write || fail "block device write" || return
 	for poll in -P ""; do
-		# A child polling the ring may end the parent's commands; their
-		# data is copied from the bounce buffer to the memory of the task
-		# that completes them, which must be the parent.
-		pt $poll -C -O 4 -p $seed -s $sector -l 4096 -c 64 -q 4 "/dev/vblk/$d" read ||
-			fail "reads${poll:+ (polled)} reaped by a child: the submitter's buffer" || return
-		pt $poll -C -O 4 -p $seed -s $sector -l 65536 -c 4 -q 2 "/dev/vblk/$d" read ||
-			fail "64 KiB reads${poll:+ (polled)} reaped by a child" || return
+		for fixed in "" -F; do
+			# The child polls; a plain buffer's bounced data must be copied
+			# in the submitter's memory, not in the child's copy of it.
+			pt $poll $fixed -C -O 1 -p $seed -s $sector -l 4096 -c 64 -q 4 "/dev/vblk/$d" read ||
+				fail "reads${poll:+ (polled)}${fixed:+ (registered buffers)} reaped by a child" || return
+			pt $poll $fixed -C -O 1 -p $seed -s $sector -l 65536 -c 4 -q 2 "/dev/vblk/$d" read ||
+				fail "64 KiB reads${poll:+ (polled)}${fixed:+ (registered buffers)} reaped by a child" || return
+		done
 	done
 }
 

@@ -104,6 +104,20 @@ static struct {
 	bool child_reaps;
 } o = { .qd = 1, .count = 1, .mode = O_RDWR, .rsv_index = -1, .len = 4096 };
 
+/*
+ * What io_uring_submit() does, but without IORING_ENTER_GETEVENTS, which
+ * liburing adds on an IOPOLL ring and which makes the kernel poll the ring
+ * once: with -C the child must be the one to poll.
+ */
+static int submit_without_polling(struct io_uring *ring)
+{
+	unsigned int n = ring->sq.sqe_tail - ring->sq.sqe_head;
+
+	ring->sq.sqe_head = ring->sq.sqe_tail;
+	io_uring_smp_store_release(ring->sq.ktail, ring->sq.sqe_tail);
+	return io_uring_enter(ring->ring_fd, n, 0, 0, NULL);
+}
+
 static uint64_t mix(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ULL;
@@ -403,8 +417,8 @@ static void usage(void)
 "  -O OFF     buffers start OFF bytes into their page (below 4096; not\n"
 "             512-byte aligned: the kernel copies through a bounce buffer)\n"
 "  -C         a forked child waits for each submission's completions (it\n"
-"             shares the ring, and polls it with -P), then the parent\n"
-"             checks them: completions found by another task\n"
+"             shares the ring, and alone polls it with -P), then the parent\n"
+"             checks them: completions found by another task (not with -T)\n"
 "  -K         submit, then exit without waiting for completions\n"
 "  -E         submit, then exec /bin/true without waiting for completions\n"
 "  -T         ring with IORING_SETUP_DEFER_TASKRUN (and SINGLE_ISSUER)\n"
@@ -532,6 +546,9 @@ int main(int argc, char **argv)
 		setup |= IORING_SETUP_IOPOLL;
 	if (o.defer_tw)
 		setup |= IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	/* A DEFER_TASKRUN ring takes io_uring_enter() from its issuer only. */
+	if (o.defer_tw && o.child_reaps)
+		usage();
 	ret = io_uring_queue_init(o.qd * 2, &ring, setup);
 	if (ret)
 		die("io_uring_queue_init", -ret);
@@ -587,7 +604,7 @@ int main(int argc, char **argv)
 		if (o.drain_last && prev)
 			prev->flags |= IOSQE_IO_DRAIN;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		ret = io_uring_submit(&ring);
+		ret = o.child_reaps ? submit_without_polling(&ring) : io_uring_submit(&ring);
 		if (ret < 0)
 			die("io_uring_submit", -ret);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -640,6 +657,9 @@ int main(int argc, char **argv)
 			if (pid < 0)
 				die("fork", errno);
 			if (!pid) {
+				/* Polled, nothing can have completed yet. */
+				if (o.poll && io_uring_cq_ready(&ring))
+					_exit(4);
 				for (int i = 0; i < 100000; i++) {
 					if (io_uring_cq_ready(&ring) >= inflight)
 						_exit(0);

@@ -13,6 +13,10 @@
  *                               sets the count, the loop, and the second
  *                               marker), and whatever else the scheduler
  *                               puts on it
+ *   insnmark --seq ID [MS ID]... marker ID, then for each pair: sleep MS
+ *                               milliseconds, marker ID. One process for a
+ *                               whole window, so no program starts inside
+ *                               it (its exec would count there)
  *
  * The marker's id is part of the instruction (nopl 0x5653NNNN(%rax)), so
  * the code is written into a page of its own and then run.
@@ -23,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 static unsigned char *put_marker(unsigned char *p, unsigned int id)
 {
@@ -50,6 +55,41 @@ static unsigned long number(const char *s, unsigned long max, const char *what)
 	return v;
 }
 
+/* --seq ID [MS ID]...: each marker is a function of 8 bytes in one page. */
+static int seq(int argc, char **argv)
+{
+	unsigned char *code;
+	int i, k = argc / 2;
+
+	/* argv: --seq ID [MS ID]...: an even count. */
+	if (argc < 2 || argc % 2 || k > 4096 / 8) {
+		fprintf(stderr, "usage: insnmark --seq ID [MS ID]...\n");
+		return 2;
+	}
+	code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (code == MAP_FAILED) {
+		perror("insnmark: mmap");
+		return 1;
+	}
+	for (i = 0; i < k; i++)
+		*put_marker(code + 8 * i, number(argv[1 + 2 * i], 0xfffe, "id")) = 0xc3;
+	if (mprotect(code, 4096, PROT_READ | PROT_EXEC)) {
+		perror("insnmark: mprotect");
+		return 1;
+	}
+	for (i = 0; i < k; i++) {
+		if (i) {
+			unsigned long ms = number(argv[2 * i], 86400000, "milliseconds");
+			struct timespec ts = { ms / 1000, ms % 1000 * 1000000 };
+
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+		}
+		((void (*)(void))(code + 8 * i))();
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned char *code, *p;
@@ -57,6 +97,8 @@ int main(int argc, char **argv)
 	unsigned int id1, id2 = 0;
 	int loop = 0;
 
+	if (argc >= 2 && !strcmp(argv[1], "--seq"))
+		return seq(argc - 1, argv + 1);
 	if (argc == 2 && !strcmp(argv[1], "--reload")) {
 		id1 = 0xffff;
 	} else if (argc == 2 && argv[1][0] != '-') {
@@ -71,7 +113,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	} else {
-		fprintf(stderr, "usage: insnmark ID | --reload | --loop N ID1 ID2\n");
+		fprintf(stderr, "usage: insnmark ID | --reload | --loop N ID1 ID2 | --seq ID [MS ID]...\n");
 		return 2;
 	}
 	code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
