@@ -55,6 +55,28 @@ static unsigned long number(const char *s, unsigned long max, const char *what)
 	return v;
 }
 
+/* A writable page for code, or NULL (said why). */
+static unsigned char *code_page(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("insnmark: mmap");
+		return NULL;
+	}
+	return p;
+}
+
+/* Make the code page executable (and no longer writable); 0 or -1. */
+static int seal(unsigned char *code)
+{
+	if (mprotect(code, 4096, PROT_READ | PROT_EXEC)) {
+		perror("insnmark: mprotect");
+		return -1;
+	}
+	return 0;
+}
+
 /* --seq ID [MS ID]...: each marker is a function of 8 bytes in one page. */
 static int seq(int argc, char **argv)
 {
@@ -66,17 +88,13 @@ static int seq(int argc, char **argv)
 		fprintf(stderr, "usage: insnmark --seq ID [MS ID]...\n");
 		return 2;
 	}
-	code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (code == MAP_FAILED) {
-		perror("insnmark: mmap");
+	code = code_page();
+	if (!code)
 		return 1;
-	}
 	for (i = 0; i < k; i++)
 		*put_marker(code + 8 * i, number(argv[1 + 2 * i], 0xfffe, "id")) = 0xc3;
-	if (mprotect(code, 4096, PROT_READ | PROT_EXEC)) {
-		perror("insnmark: mprotect");
+	if (seal(code))
 		return 1;
-	}
 	for (i = 0; i < k; i++) {
 		if (i) {
 			unsigned long ms = number(argv[2 * i], 86400000, "milliseconds");
@@ -116,11 +134,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: insnmark ID | --reload | --loop N ID1 ID2 | --seq ID [MS ID]...\n");
 		return 2;
 	}
-	code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (code == MAP_FAILED) {
-		perror("insnmark: mmap");
+	code = code_page();
+	if (!code)
 		return 1;
-	}
 	p = put_marker(code, id1);
 	if (loop) {
 		*p++ = 0xb9;			/* mov $n, %ecx */
@@ -135,10 +151,8 @@ int main(int argc, char **argv)
 		p = put_marker(p, id2);
 	}
 	*p = 0xc3;				/* ret */
-	if (mprotect(code, 4096, PROT_READ | PROT_EXEC)) {
-		perror("insnmark: mprotect");
+	if (seal(code))
 		return 1;
-	}
 	((void (*)(void))code)();
 	return 0;
 }
