@@ -29,9 +29,8 @@ taskset -c 1 fio --output-format=json --output=/tmp/f.json --name=r --filename="
 	--time_based --runtime="$runtime" --disk_util=0 &
 pid=$!
 sleep 3
-taskset -c 0 "$MARK" 3
-sleep $((runtime - 6))
-taskset -c 0 "$MARK" 4
+# One process for both markers: no program starts inside the window.
+taskset -c 0 "$MARK" --seq 3 $(((runtime - 6) * 1000)) 4
 wait "$pid"
 iops=$(fio_field /tmp/f.json read 'round(j["iops"])')
 ios=
