@@ -171,7 +171,7 @@ pt_poll_other_task() {
 	done
 }
 
-desc_pt_segments="vectored commands with 1 to max_segments discontiguous segments verify both ways; one more is E2BIG; the same for a plain buffer's pages"
+desc_pt_segments="vectored commands with 1 to max_segments discontiguous segments verify both ways; one more is E2BIG; the same for the pages of a plain and a registered buffer, page-aligned or not"
 pt_segments() {
 	local d dev max n seed=100 sector=200000
 	d=$(pt_disk) || return
@@ -195,7 +195,13 @@ pt_segments() {
 		fail "read of $max pages" || return
 	pt -F -p $seed -s $sector -l $((max * 4096)) "$dev" read ||
 		fail "fixed-buffer read of $max pages" || return
-	pt_expect E2BIG -l $(((max + 1) * 4096)) "$dev" read
+	pt_expect E2BIG -l $(((max + 1) * 4096)) "$dev" read || return
+	pt_expect E2BIG -F -l $(((max + 1) * 4096)) "$dev" read || return
+	# max pages of data 512 bytes into a page span max + 1 pages.
+	pt_expect E2BIG -O 512 -l $((max * 4096)) "$dev" read || return
+	pt_expect E2BIG -F -O 512 -l $((max * 4096)) "$dev" read || return
+	pt -F -O 512 -p $seed -s $sector -l $(((max - 1) * 4096)) "$dev" read ||
+		fail "fixed-buffer read of $((max - 1)) pages 512 bytes into a page"
 }
 
 # zeroes DISK SECTOR COUNT: the sectors read back as zeroes.
