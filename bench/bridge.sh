@@ -14,14 +14,17 @@
 #              vhost-user-blk export, aio=io_uring, cache.direct=on)
 # The first-level guest runs our kernel (with vhost-blk) under TCG and boots
 # the second with the host's QEMU, also under TCG.
-#   bench/bridge.sh [--cpus N] [--runtime S] [--reps N] [--qd "1 16"] [--flavor F]
+# With --insns 1 (the default) the first-level guest boots a second time with
+# the insncount plugin and counts its own instructions per second-level I/O
+# (bench/guest/bridge.sh).
+#   bench/bridge.sh [--cpus N] [--runtime S] [--reps N] [--qd "1 16"] [--insns 0|1] [--flavor F]
 # Defaults: 2 vCPUs in both guests, 6 s (+1 s ramp) per fio run, 2
 # repetitions, QD 1 and 16, random reads and writes.
 # Run alone it goes through bench/run.sh (a results directory in build/results).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cpus=2 runtime=6 reps=2 qd="1 16"
-bench_opts "cpus runtime reps qd flavor" "$@"
+bench_opts "cpus runtime reps qd flavor insns" "$@"
 bench_need "$BUILD/tools/vhost-blk-bridge" "run make tools"
 bench_checked
 # The second-level guest's root (vm/initramfs.sh; a no-op when up to date).
@@ -32,5 +35,6 @@ bench_vm --cpus "$cpus" --mem 3G --no-disk --timeout 3600 \
 	--modules vhost_blk --append "brd.rd_nr=1 brd.rd_size=524288" -- \
 	"$TOP/bench/guest/bridge.sh" "$cpus" "$runtime" "$reps" "$qd"
 bench_raw inner/bridge.csv
+bench_raw_insns inner/bridge-insns.csv
 bench_daemon_stats bridge bridge="$BENCH_LOG/bridge.stats"
 bench_done

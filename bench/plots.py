@@ -512,6 +512,9 @@ INSN_PLOTS = {
     "vhost": ("vhost-insns.csv", ("backend", "qd", "queues", "workers"), "path", "%s QD%d %dq %dw"),
     "virtiofs": ("virtiofs-insns.csv", ("rw", "bs"), "device", "%s %s"),
     "irqbatch": ("irqbatch-insns.csv", ("qd",), "batch", "QD%d"),
+    "vfslat": ("vfslat-insns.csv", ("cpus", "workload"), "device", "%d vCPUs %s"),
+    # The first-level guest's instructions per second-level I/O.
+    "bridge": ("bridge-insns.csv", ("rw", "qd"), "disk", "%s QD%d"),
 }
 
 

@@ -3,11 +3,14 @@
 # disks in turn, the order rotating between repetitions, so drift in the
 # shared machine falls on all of them alike. One row per fio run in
 # bridge.csv, the fio output in fio/.
-#   bridge-inner.sh RUNTIME REPS "QD..."
+# With COUNT 1 (the counting boot), each run is instead a window of the
+# first-level guest's instruction count (bench/guest/bridge.sh ic_server):
+# one row per window in bridge-insns.csv.
+#   bridge-inner.sh RUNTIME REPS "QD..." [COUNT]
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 . "$TOP/bench/guest/lib.sh"
-runtime=$1 reps=$2
+runtime=$1 reps=$2 count=${4:-0}
 read -ra qds <<<"$3"
 # The disks by serial: bridge, qemu and qsd always (qemu-storage-daemon's
 # is the one with another serial: none under QEMU 7.2, one of its own under
@@ -49,12 +52,66 @@ run() {
 	csv_row bridge.csv "$rw,$qd,$k,$rep,$vals,$kept"
 }
 
-csv_open bridge.csv rw,qd,disk,rep,iops,lat_mean_us,lat_p99_us,fio_json
+# disk_ios DISK: the reads and writes DISK has completed.
+disk_ios() {
+	awk '{ print $1 + $5 }' "/sys/block/${disk[$1]#/dev/}/stat"
+}
+
+# window RW QD DISK REP: the same job as run, running while the first-level
+# guest counts a window of its instructions. The request and the answer
+# are files of the run directory, which is 9p through the first-level
+# guest's QEMU: nothing touches them while the window lasts, whose
+# instructions they would add to. A job starts slowly here (seconds under
+# nested TCG): the window is asked for once the disk has completed I/O in
+# each of IC_WARM successive seconds.
+window() {
+	local rw=$1 qd=$2 k=$3 rep=$4 jobs=$ncpu tok=$RANDOM$RANDOM t ans="" i n0 n1 busy=0
+	((qd < ncpu)) && jobs=$qd
+	ic_start fio --name=b --filename="${disk[$k]}" --ioengine=io_uring \
+		--direct=1 --rw="$rw" --bs=4k --iodepth=$((qd / jobs)) --numjobs="$jobs" \
+		--cpus_allowed=0-$((ncpu - 1)) --cpus_allowed_policy=split \
+		--group_reporting --time_based --runtime=3600 --size=256M
+	n0=$(disk_ios "$k")
+	for ((i = 0; i < 120 && busy < IC_WARM; i++)); do
+		sleep 1
+		n1=$(disk_ios "$k")
+		if ((n1 > n0)); then busy=$((busy + 1)); else busy=0; fi
+		n0=$n1
+	done
+	((busy >= IC_WARM)) || { ic_stop; echo "window $rw qd$qd $k: no steady I/O within 120 s"; return 1; }
+	rm -f /run/vstor/ic.done
+	echo "$tok" >/run/vstor/ic.req.tmp
+	mv /run/vstor/ic.req.tmp /run/vstor/ic.req
+	# The window starts up to a second after the request (the first-level
+	# guest polls for it), and lasts IC_SECS + 1 s from its first marker.
+	sleep $((IC_SECS + 3))
+	for ((i = 0; i < 300; i++)); do
+		if [[ -s /run/vstor/ic.done ]] && read -r t ans </run/vstor/ic.done; then
+			[[ $t == "$tok" ]] && break
+		fi
+		ans=""
+		sleep 0.5
+	done
+	ic_stop || return
+	[[ -n $ans && $ans != fail* ]] ||
+		{ echo "window $rw qd$qd $k: ${ans:-no answer from the first-level guest}"; return 1; }
+	csv_row bridge-insns.csv "$rw,$qd,$k,$rep,$ans"
+}
+
+if ((count)); then
+	csv_open bridge-insns.csv "rw,qd,disk,rep,$IC_HDR"
+else
+	csv_open bridge.csv rw,qd,disk,rep,iops,lat_mean_us,lat_p99_us,fio_json
+fi
 for ((r = 0; r < reps; r++)); do
 	for rw in randread randwrite; do
 		for qd in "${qds[@]}"; do
 			for k in "${order[@]}"; do
-				run "$rw" "$qd" "$k" $((r + 1))
+				if ((count)); then
+					window "$rw" "$qd" "$k" $((r + 1))
+				else
+					run "$rw" "$qd" "$k" $((r + 1))
+				fi
 			done
 		done
 	done

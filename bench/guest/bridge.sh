@@ -64,6 +64,44 @@ for ((i = 0; i < 100; i++)); do
 done
 socks_up || { cat $work/*.log; exit 1; }
 
+# Counting (the counting boot of bench/bridge.sh): this guest's instructions
+# per second-level I/O. The second-level guest asks for each window through
+# its run directory (inner/ic.req, a token) once its fio job is past its
+# start; ic_server places the markers here and answers with the window's
+# row (inner/ic.done, "TOKEN ROW", or "TOKEN fail WHY"). Every path takes
+# each second-level 4 KiB O_DIRECT I/O to /dev/ram0 as one bio, so the I/Os
+# are brd_submit_bio's calls.
+ic_server() {
+	local req=$inner/ic.req done=$inner/ic.done tok a0 a b ans
+	while :; do
+		if [[ ! -s $req ]]; then
+			sleep 0.2
+			continue
+		fi
+		read -r tok <"$req"
+		rm -f "$req"
+		a0=$IC_NEXT a=$((IC_NEXT + 1)) b=$((IC_NEXT + 2))
+		IC_NEXT=$((IC_NEXT + 3))
+		"$IC_MARK" --seq "$a0" 1000 "$a" $((IC_SECS * 1000)) "$b"
+		if ic_count bios "$a0" "$a" "$b" >$work/ic.out 2>&1; then
+			ans=$IC_ROW
+		else
+			ans="fail $(tail -n 1 $work/ic.out)"
+		fi
+		echo "$tok $ans" >"$done.tmp"
+		mv "$done.tmp" "$done"
+	done
+}
+count=0
+if ic_on; then
+	count=1
+	IC_STACK=(block io_uring vhost vhost_blk)
+	IC_EXTRA=(bios=entry:brd_submit_bio)
+	ic_setup
+	ic_server &
+	pids+=($!)
+fi
+
 info "== outer guest: $(nproc) vCPUs, backing $dev ($(($(cat /sys/block/ram0/size) / 2048)) MiB brd)"
 info "== inner guest: $cpus vCPUs, 1 GiB; disks: bridge (vhost-blk, a worker per queue)${w1:+, bridge-w1 (one worker)}, qemu (virtio-blk-pci in QEMU's main loop)${iot:+, iot1 and iot$cpus (virtio-blk-pci with iothread-vq-mapping over 1 and $cpus IOThreads)}, qsd (qemu-storage-daemon); $cpus queues each; $(qemu-system-x86_64 --version | head -n 1)"
 rc=0
@@ -76,7 +114,7 @@ rc=0
 	--qemu -chardev --qemu "socket,id=qs,path=$work/qsd.sock" \
 	--qemu -device --qemu "vhost-user-blk-pci,chardev=qs,num-queues=$cpus" \
 	"${w1[@]}" "${iot[@]}" \
-	-- "$TOP/bench/guest/bridge-inner.sh" "$runtime" "$reps" "$qd" || rc=$?
+	-- "$TOP/bench/guest/bridge-inner.sh" "$runtime" "$reps" "$qd" "$count" || rc=$?
 kill -USR1 $bpid
 sleep 1
 # Keep the daemons' counters and logs for the host too.

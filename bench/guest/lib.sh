@@ -136,42 +136,64 @@ ic_setup() {
 # shellcheck disable=SC2034 # read by the guest scripts
 IC_HDR=ic_ios,insn_stack_per_io,insn_kernel_per_io,insn_user_per_io,ic_irqs_per_io,ic_polls_per_io
 ic_window() {
-	local denom=$1 pid a0=$IC_NEXT a=$((IC_NEXT + 1)) b=$((IC_NEXT + 2)) k v st=0 rc=0 r out alive
-	local -A c=()
+	local denom=$1 a0=$IC_NEXT a=$((IC_NEXT + 1)) b=$((IC_NEXT + 2))
 	shift
 	IC_NEXT=$((IC_NEXT + 3))
-	"$@" >/tmp/icw.out 2>&1 &
-	pid=$!
+	ic_start "$@"
 	sleep $((IC_WARM - 1))
 	"$IC_MARK" --seq "$a0" 1000 "$a" $((IC_SECS * 1000)) "$b"
-	alive=0
-	kill -0 "$pid" 2>/dev/null && alive=1
-	kill -INT "$pid" 2>/dev/null || true
+	ic_stop || return
+	ic_count "$denom" "$a0" "$a" "$b" || { cat /tmp/icw.out; return 1; }
+}
+
+# ic_start CMD...: run CMD in the background for a window (ic_window),
+# output in /tmp/icw.out.
+ic_start() {
+	"$@" >/tmp/icw.out 2>&1 &
+	IC_PID=$!
+	IC_CMD=$1
+}
+
+# ic_stop: stop the job of ic_start at the end of its window; fail, with its
+# output, unless it was still running and had no error.
+ic_stop() {
+	local k rc=0 alive=0
+	kill -0 "$IC_PID" 2>/dev/null && alive=1
+	kill -INT "$IC_PID" 2>/dev/null || true
 	for ((k = 0; k < 50; k++)); do
-		kill -0 "$pid" 2>/dev/null || break
+		kill -0 "$IC_PID" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -TERM "$pid" 2>/dev/null || true
-	wait "$pid" || rc=$?
+	kill -TERM "$IC_PID" 2>/dev/null || true
+	wait "$IC_PID" || rc=$?
 	# fio exits 128 on a signal, having written its summary; t/io_uring 0;
 	# vhost_blk_test dies of the SIGTERM (143).
 	if ((!alive)) || ((rc != 0 && rc != 128 && rc != 143)) ||
 		grep -qE 'err= *[1-9]|unexpected ret' /tmp/icw.out; then
 		cat /tmp/icw.out
-		echo "ic_window: $1 failed (exit $rc$( ((alive)) || echo ", ended before the window did"))"
+		echo "ic_window: $IC_CMD failed (exit $rc$( ((alive)) || echo ", ended before the window did"))"
 		return 1
 	fi
+}
+
+# ic_count DENOM A0 A B: IC_ROW (see ic_window) for the window between
+# markers A and B, whose I/Os are entry counter DENOM's count; A0 is a
+# marker 1 s before A. Fails unless the job did I/O between A0 and A and
+# between A and B.
+ic_count() {
+	local denom=$1 a0=$2 a=$3 b=$4 k v st=0 r out
+	local -A c=()
 	out=$(/usr/bin/python3 "$TOP/tools/insncount/insnstat.py" "$IC_JSON" "$a0" "$a") ||
 		{ echo "$out"; return 1; }
 	[[ $out == *"entry.$denom="[1-9]* ]] ||
-		{ cat /tmp/icw.out; echo "ic_window: no I/O ($denom) in the second before the window: still starting?"; return 1; }
+		{ echo "ic_window: no I/O ($denom) in the second before the window: still starting?"; return 1; }
 	out=$(/usr/bin/python3 "$TOP/tools/insncount/insnstat.py" "$IC_JSON" "$a" "$b") ||
 		{ echo "$out"; return 1; }
 	while IFS='=' read -r k v; do
 		c[$k]=$v
 	done <<<"$out"
 	v=${c[entry.$denom]:-0}
-	((v > 0)) || { cat /tmp/icw.out; echo "ic_window: no I/O ($denom) in the window"; return 1; }
+	((v > 0)) || { echo "ic_window: no I/O ($denom) in the window"; return 1; }
 	for r in "${IC_STACK[@]}"; do
 		st=$((st + ${c[range.$r]:-0}))
 	done
