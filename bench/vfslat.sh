@@ -19,13 +19,16 @@
 # psync. vufsd's counters give the time its workers waited for the
 # inode/file table mutex during each run.
 # One guest boot per vCPU count.
-#   bench/vfslat.sh [--vcpus "2 4"] [--runtime S] [--reps N] [--jobs N] [--flavor F]
+# With --insns 1 (the default), each vCPU count's guest boots a second time
+# with the insncount plugin: guest instructions per FUSE request of every
+# run (raw/vfslat-insns.csv).
+#   bench/vfslat.sh [--vcpus "2 4"] [--runtime S] [--reps N] [--jobs N] [--insns 0|1] [--flavor F]
 # Defaults: 2 and 4 vCPUs, 4 s per run (+1 s ramp), 3 repetitions, 8 jobs.
 # Run alone it goes through bench/run.sh (a results directory in build/results).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 vcpus="2 4" runtime=4 reps=3 jobs=8
-bench_opts "vcpus runtime reps jobs flavor" "$@"
+bench_opts "vcpus runtime reps jobs flavor insns" "$@"
 read -ra cpuset <<<"$vcpus"
 ((${#cpuset[@]})) || die "vfslat: --vcpus is empty"
 for c in "${cpuset[@]}"; do
@@ -181,23 +184,37 @@ PY
 }
 host_ceiling
 
-for c in "${cpuset[@]}"; do
-	log=$BENCH_LOG/cpus$c
+# boot C LOG [VM.SH OPTION...]: the guest with C vCPUs, its run directory
+# LOG, the host helper serving it; 0 or vm.sh's exit status.
+boot() {
+	local c=$1 log=$2 dpid rc=0
+	shift 2
 	mkdir -p "$log"
 	rm -f "$log/drop.req" "$log/drop.done" "$log/mark.req" "$log/mark.done" "$log/host-cpu.jsonl"
 	dropper "$log" &
 	dpid=$!
-	rc=0
 	# reps x 4 workloads x 5 devices runs, plus the layout.
-	"$TOP/vm/vm.sh" --flavor "$flavor" --keep "$log" --cpus "$c" --no-disk \
+	"$TOP/vm/vm.sh" --flavor "$flavor" --keep "$log" --cpus "$c" --no-disk "$@" \
 		--timeout $((1200 + reps * 4 * ${#tags[@]} * (runtime + 15) * 2)) "${devs[@]}" -- \
 		"$TOP/bench/guest/vfslat.sh" "$runtime" "$reps" "$jobs" "${tags[@]}" || rc=$?
 	kill "$dpid" 2>/dev/null
 	wait "$dpid" 2>/dev/null || true
-	((rc == 0)) || bench_fail "the guest with $c vCPUs failed (vm.sh exit $rc)" "$rc"
 	# The test files are not results.
 	rm -rf "$log"/fs-*/ "$log"/*.sock "$log"/qmp "$log"/modroot "$log"/modules
+	return "$rc"
+}
+
+for c in "${cpuset[@]}"; do
+	log=$BENCH_LOG/cpus$c
+	rc=0
+	boot "$c" "$log" || rc=$?
+	((rc == 0)) || bench_fail "the guest with $c vCPUs failed (vm.sh exit $rc)" "$rc"
 	[[ -e $log/host-cpu.jsonl ]] || bench_fail "the guest with $c vCPUs left no host CPU marks"
+	bench_counting || continue
+	log "vfslat: the guest with $c vCPUs again with the insncount plugin, for instructions per FUSE request"
+	rc=0
+	boot "$c" "$log/insns" --insncount || rc=$?
+	((rc == 0)) || bench_fail "the counting guest with $c vCPUs failed (vm.sh exit $rc)" "$rc"
 done
 /usr/bin/python3 "$TOP/bench/vfslat_table.py" --host-cpu "$BENCH_DIR/raw" \
 	"${cpuset[@]/#/$BENCH_LOG/cpus}" || bench_fail "no host CPU table"
@@ -208,4 +225,13 @@ for c in "${cpuset[@]}"; do
 	if ((first)); then cat "$f"; else tail -n +2 "$f"; fi
 	first=0
 done >"$BENCH_DIR/raw/vfslat.csv"
+if bench_counting; then
+	first=1
+	for c in "${cpuset[@]}"; do
+		f=$BENCH_LOG/cpus$c/insns/vfslat-insns.csv
+		[[ -e $f ]] || { bench_fail "the counting guest with $c vCPUs wrote no vfslat-insns.csv"; continue; }
+		if ((first)); then cat "$f"; else tail -n +2 "$f"; fi
+		first=0
+	done >"$BENCH_DIR/raw/vfslat-insns.csv"
+fi
 bench_done

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from table_lib import group_runs, mean, ratio, raw_csv
+from table_lib import group_runs, insn_cell, insn_ratio, insn_reps, insn_runs, mean, ratio, raw_csv
 
 HOSTCPU_FIELDS = ("cpus", "workload", "device", "rep", "wall_s", "host_busy_cores",
                   "vcpu_cores", "qemu_other_cores", "daemon_cores", "host_iowait_cores")
@@ -97,6 +97,32 @@ def ceiling(raw):
     return out
 
 
+def insns(raw, order):
+    """Guest instructions per FUSE request by vCPUs, workload and device,
+    with each device's ratio to vufsd-1, when the run counted them."""
+    ins = insn_runs(raw, "vfslat-insns.csv", ("cpus", "workload"), "device")
+    if not ins:
+        return []
+    out = ["", "guest instructions per FUSE request (fuse_request_end): FUSE and virtio-fs with "
+           "the virtio core (stack) / the whole kernel, every vCPU; mean (range) of %d windows, "
+           "counted in a boot of their own with the insncount plugin; the ratio is the stack's "
+           "to vufsd-1's" % insn_reps(ins)]
+    hdr = "%4s %-10s %-9s | %-22s | %-22s | %s" % ("vCPU", "workload", "device", "stack",
+                                                 "kernel", "stack / vufsd-1")
+    out += [hdr, "-" * len(hdr)]
+    for key in order:
+        first = True
+        for dev in DEVICES:
+            if not ins.get(key + (dev,)):
+                continue
+            rat = insn_ratio(ins, key + (dev,), key + ("vufsd-1",)) if dev != "vufsd-1" else ""
+            out.append(("%4s %-10s %-9s | %-22s | %-22s | %s" % (
+                key[0] if first else "", key[1] if first else "", dev,
+                insn_cell(ins, key + (dev,), 0), insn_cell(ins, key + (dev,), 1), rat)).rstrip())
+            first = False
+    return out
+
+
 def table(raw):
     """The table's lines."""
     cpu = {}
@@ -146,7 +172,7 @@ def table(raw):
     out.append(" Host cores: CPU time over the run's wall time on the host, in cores: busy "
                "(neither idle nor waiting for I/O), QEMU's vCPU threads, QEMU's other "
                "threads, the device's daemon)")
-    return out + ceiling(raw)
+    return out + insns(raw, order) + ceiling(raw)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 # Runs in the guest (see bench/vfslat.sh): mounts the virtio-fs devices and
 # runs each latency-bound workload on each, the order of the devices
 # rotated every repetition. One row per run in vfslat.csv, with vufsd's
-# table-lock counters over the run (nan for QEMU's virtiofsd).
+# table-lock counters over the run (nan for QEMU's virtiofsd). In the
+# counting boot (bench/guest/lib.sh ic_on), one row per run in
+# vfslat-insns.csv instead: guest instructions per FUSE request.
 #   vfslat.sh RUNTIME REPS JOBS TAG...
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -79,7 +81,30 @@ mark_host() {
 
 common=(--numjobs="$jobs" --size=16M --ioengine=psync --time_based --runtime="$runtime"
 	--ramp_time=1 --group_reporting --bs=4k)
-csv_open vfslat.csv cpus,workload,device,rep,iops,lat_mean_us,lock_acquired,lock_contended,lock_wait_us,output
+
+# window W TAG REP ARGS...: in the counting boot, the run as a window of
+# guest instructions per FUSE request (fuse_request_end's calls), the job
+# running until stopped: a row of vfslat-insns.csv.
+window() {
+	local w=$1 tag=$2 rep=$3
+	shift 3
+	if [[ $w == meta ]]; then
+		ic_window freqs "$FSMETA" "/tmp/vl/$tag" "$jobs" 3600
+	else
+		ic_window freqs fio --name=vl --directory="/tmp/vl/$tag" --numjobs="$jobs" --size=16M \
+			--ioengine=psync --time_based --runtime=3600 --group_reporting --bs=4k "$@"
+	fi
+	csv_row vfslat-insns.csv "$n,$w,$tag,$rep,$IC_ROW"
+}
+
+if ic_on; then
+	IC_STACK=(fuse virtio)
+	IC_EXTRA=(freqs=entry:fuse_request_end)
+	ic_setup
+	csv_open vfslat-insns.csv "cpus,workload,device,rep,$IC_HDR"
+else
+	csv_open vfslat.csv cpus,workload,device,rep,iops,lat_mean_us,lock_acquired,lock_contended,lock_wait_us,output
+fi
 for ((r = 0; r < reps; r++)); do
 	order=("${tags[@]:r % ${#tags[@]}}" "${tags[@]:0:r % ${#tags[@]}}")
 	for w in syncwrite fsyncwrite coldread meta; do
@@ -87,15 +112,20 @@ for ((r = 0; r < reps; r++)); do
 			dir=/tmp/vl/$tag
 			id=$w-$tag-$((r + 1))
 			[[ $w == coldread ]] && drop_host_cache
+			args=()
+			case $w in
+			syncwrite) args=(--rw=randwrite --direct=1 --sync=1) ;;
+			fsyncwrite) args=(--rw=randwrite --fsync=1) ;;
+			coldread) args=(--rw=randread --direct=1) ;;
+			esac
+			if ic_on; then
+				window $w "$tag" $((r + 1)) "${args[@]}"
+				continue
+			fi
 			read -r a0 c0 w0 <<<"$(lock_counters "$tag")"
 			mark_host "start:$id"
 			case $w in
 			syncwrite | fsyncwrite | coldread)
-				case $w in
-				syncwrite) args=(--rw=randwrite --direct=1 --sync=1) ;;
-				fsyncwrite) args=(--rw=randwrite --fsync=1) ;;
-				coldread) args=(--rw=randread --direct=1) ;;
-				esac
 				fio_json /tmp/l.json --name=vl --directory="$dir" "${common[@]}" "${args[@]}"
 				dirn="write"
 				[[ $w == coldread ]] && dirn="read"
