@@ -117,6 +117,15 @@ ic_setup() {
 	info "insncount: guest instructions per I/O counted over ${IC_SECS}s windows after ${IC_WARM}s of warm-up, in a boot of their own; stack = ${IC_STACK[*]}"
 }
 
+# ic_setup_fuse: ic_setup for virtio-fs: the stack is FUSE and virtio-fs
+# (fs/fuse) with the virtio core, the I/Os are FUSE requests ended
+# ("freqs", fuse_request_end's calls).
+ic_setup_fuse() {
+	IC_STACK=(fuse virtio)
+	IC_EXTRA=(freqs=entry:fuse_request_end)
+	ic_setup
+}
+
 # ic_window DENOM CMD...: run CMD (a job that runs until stopped, for
 # longer than the warm-up and the window) in the background, output in
 # /tmp/icw.out; after IC_WARM seconds count IC_SECS seconds between two

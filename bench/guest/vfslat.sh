@@ -98,9 +98,7 @@ window() {
 }
 
 if ic_on; then
-	IC_STACK=(fuse virtio)
-	IC_EXTRA=(freqs=entry:fuse_request_end)
-	ic_setup
+	ic_setup_fuse
 	csv_open vfslat-insns.csv "cpus,workload,device,rep,$IC_HDR"
 else
 	csv_open vfslat.csv cpus,workload,device,rep,iops,lat_mean_us,lock_acquired,lock_contended,lock_wait_us,output

@@ -26,9 +26,7 @@ common=(--directory=DIR --numjobs="$n" --cpus_allowed="0-$((n - 1))"
 	--iodepth="$iodepth" --time_based --runtime="$runtime" --ramp_time=1
 	--group_reporting)
 if ic_on; then
-	IC_STACK=(fuse virtio)
-	IC_EXTRA=(freqs=entry:fuse_request_end)
-	ic_setup
+	ic_setup_fuse
 	csv_open virtiofs-insns.csv "rw,bs,device,rep,$IC_HDR"
 else
 	csv_open virtiofs.csv rw,bs,device,rep,bw_mib_s,iops,lat_mean_us,fio_json
