@@ -20,6 +20,11 @@
 #   the text; a line @@results:HEADING@@ is replaced by that section's
 #   command paragraph and table from the base's results page
 #
+# The patches are the poster's (git config user.name, user.email): the
+# series is exported from a copy of its commits authored by the poster,
+# with the author's sign-off and every MAINTAINERS line that names an
+# author made the poster's (the tree itself is not touched).
+#
 # Fails if a template names a patch the series does not have, a heading
 # the results page does not have, or if a placeholder is left in the output.
 set -euo pipefail
@@ -32,7 +37,8 @@ mainline) results=$TOP/Documentation/results-mainline.md ;;
 *) results=$TOP/Documentation/results.md ;;
 esac
 [[ -d $KSRC/.git ]] || die "no kernel tree at $KSRC: run scripts/prepare.sh"
-branch=$(git -C "$KSRC" symbolic-ref -q --short HEAD || echo master)
+kgit() { git -C "$KSRC" "$@"; }
+branch=$(kgit symbolic-ref -q --short HEAD || echo master)
 
 # results_section HEADING: the section's text up to the end of its first
 # table (the command that produced it, the setup, the numbers).
@@ -50,8 +56,8 @@ results_section() {
 # (Documentation/process/submitting-patches.rst), so it comes from their
 # git configuration, and an identity that looks like a placeholder is
 # said plainly.
-poster_name=$(git -C "$KSRC" config user.name || true)
-poster_email=$(git -C "$KSRC" config user.email || true)
+poster_name=$(kgit config user.name || true)
+poster_email=$(kgit config user.email || true)
 [[ -n $poster_name && -n $poster_email ]] ||
 	die "no git identity: set git config user.name and user.email to the person who posts the series"
 if [[ $poster_email =~ (@localhost|\.localdomain|\.local|\.invalid|\.example|@example\.(com|org|net)|\.test)$ ||
@@ -60,10 +66,68 @@ if [[ $poster_email =~ (@localhost|\.localdomain|\.local|\.invalid|\.example|@ex
 	log "WARNING: Signed-off-by certifies the Developer's Certificate of Origin: post only under your real name and address."
 fi
 
-mapfile -t commits < <(git -C "$KSRC" rev-list --reverse "base..$branch")
+mapfile -t commits < <(kgit rev-list --reverse "base..$branch")
 mapfile -t patches < <(series_patches "$PATCHES")
 ((${#commits[@]} == ${#patches[@]})) ||
 	die "build/linux has ${#commits[@]} commits, $PATCHES_REL/series ${#patches[@]}: run make refresh"
+
+# The series as the poster posts it: each commit again, authored and
+# committed by the poster at its own dates, with its author's
+# Signed-off-by the poster's, and in MAINTAINERS each "M:" line that
+# names one of the series' authors the poster's, unless the base has that
+# line already (an upstream entry is not the series' to change).
+# Exporting these commits, rather than editing the exported text, keeps
+# every patch consistent with the ones before it (the context lines and
+# hunk headers that quote the entry, the index lines), the cover letter's
+# shortlog with the patches, and the prerequisite patch ids those of the
+# poster's commits, not the author's. Their objects go to a scratch
+# directory, with the tree's own as an alternate (git's quarantine
+# variables): the tree gets no objects, refs or commits, and format-patch
+# still reads its configuration and attributes.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+mkdir "$scratch/objects"
+kgit cat-file blob base:MAINTAINERS >"$scratch/MAINTAINERS.base"
+GIT_ALTERNATE_OBJECT_DIRECTORIES=$(kgit rev-parse --path-format=absolute --git-path objects)
+export GIT_OBJECT_DIRECTORY=$scratch/objects GIT_ALTERNATE_OBJECT_DIRECTORIES
+export GIT_AUTHOR_NAME=$poster_name GIT_AUTHOR_EMAIL=$poster_email
+export GIT_COMMITTER_NAME=$poster_name GIT_COMMITTER_EMAIL=$poster_email
+poster="$poster_name <$poster_email>"
+
+# swap_lines LINES NEW: stdin to stdout, each line that is one of LINES
+# (newline-separated) replaced by NEW.
+swap_lines() {
+	LINES=$1 NEW=$2 awk '
+		BEGIN { n = split(ENVIRON["LINES"], l, "\n"); for (i = 1; i <= n; i++) if (l[i] != "") swap[l[i]] = 1 }
+		$0 in swap { $0 = ENVIRON["NEW"] }
+		{ print }'
+}
+
+entries=""
+while IFS= read -r a; do
+	grep -qxF "M:	$a" "$scratch/MAINTAINERS.base" || entries+="M:	$a"$'\n'
+done < <(kgit log --format='%an <%ae>' "base..${commits[-1]}" | sort -u)
+declare -A poster_blob # MAINTAINERS blob -> the poster's
+parent=$(kgit rev-parse 'base^{commit}')
+for i in "${!commits[@]}"; do
+	c=${commits[i]}
+	{ IFS= read -r author && IFS= read -r adate && IFS= read -r cdate && read -r tree; } < <(
+		kgit show -s --format='%an <%ae>%n%ad%n%cd%n%T' --date=raw "$c")
+	blob=$(kgit rev-parse -q --verify "$c:MAINTAINERS" || true)
+	if [[ -n $blob && -z ${poster_blob[$blob]:-} ]]; then
+		poster_blob[$blob]=$(kgit cat-file blob "$blob" | swap_lines "$entries" "M:	$poster" |
+			kgit hash-object -w --stdin)
+	fi
+	if [[ -n $blob && ${poster_blob[$blob]} != "$blob" ]]; then
+		tree=$(kgit ls-tree "$c" | NEW=${poster_blob[$blob]} awk -F'\t' '
+			$2 == "MAINTAINERS" { sub(/ [0-9a-f]+$/, " " ENVIRON["NEW"], $1) }
+			{ print $1 "\t" $2 }' | kgit mktree)
+	fi
+	parent=$(kgit cat-file commit "$c" | sed '1,/^$/d' |
+		swap_lines "Signed-off-by: $author" "Signed-off-by: $poster" |
+		GIT_AUTHOR_DATE=$adate GIT_COMMITTER_DATE=$cdate kgit commit-tree "$tree" -p "$parent")
+	commits[i]=$parent
+done
 
 rm -rf "$out"
 mkdir -p "$out"
@@ -81,27 +145,8 @@ for tpl in "$TOP"/kernel/cover/"$KBASE"/*.txt; do
 	dir=$out/$name
 	# The group's first patch's parent: --base then lists the patches of
 	# the series before it as prerequisites.
-	git -C "$KSRC" format-patch -q --cover-letter --base=base --no-signature --abbrev=12 \
+	kgit format-patch -q --cover-letter --base=base --no-signature --abbrev=12 \
 		-o "$dir" "${commits[first - 1]}~1..${commits[last - 1]}"
-	# Each patch's author, the author's own sign-off and a MAINTAINERS entry
-# naming the author become the poster's.
-	POSTER="$poster_name <$poster_email>" python3 - "$dir"/*.patch <<'PY'
-import os, re, sys
-poster = os.environ["POSTER"]
-for p in sys.argv[1:]:
-    s = open(p).read()
-    head, sep, body = s.partition("\n\n")
-    # A long From: header is folded onto continuation lines.
-    m = re.search(r"^From: (.*(?:\n[ \t].*)*)$", head, re.M)
-    if not m:
-        sys.exit(p + ": no From: line")
-    author = re.sub(r"\s*\n[ \t]+", " ", m.group(1))
-    head = head[:m.start()] + "From: " + poster + head[m.end():]
-    body = body.replace("Signed-off-by: " + author + "\n", "Signed-off-by: " + poster + "\n")
-    # A MAINTAINERS entry the series adds names its author: the poster.
-    body = body.replace("+M:\t" + author + "\n", "+M:\t" + poster + "\n")
-    open(p, "w").write(head + sep + body)
-PY
 	cover=$dir/0000-cover-letter.patch
 
 	# The text: the template after its header, tables filled in.

@@ -7,7 +7,7 @@
 
 SUITE_ORDER=25
 SUITE_NEEDS=(deps kernel)
-TESTS=(series_cases cover_letters backports apt_expired debug_info)
+TESTS=(series_cases cover_letters cover_apply backports apt_expired debug_info)
 
 desc_series_cases="fresh prepare, round trip, a pull with and without local work, stale refresh refused, series comments kept across renames, additions and removals, a new base release that moves hunks"
 series_cases() {
@@ -109,6 +109,88 @@ cover_mainline() {
 	done
 }
 
+desc_cover_apply="make cover as a poster who is not the series' author (a real-looking identity, for this test alone): every group's patches, in template order, apply with git am (no 3-way fallback) to the pristine base, in a worktree of the kernel tree at base that is not checked out (git am writes only the files the patches touch); the result holds the series' commits, subjects and tree, but for the poster where MAINTAINERS names the author; every commit is the poster's, and nothing make cover wrote names the series' author"
+cover_apply() {
+	local dir=$BUILD/logs/workflow/cover-apply name="Marta Kowalska-Wisniewska"
+	local email=marta.kowalska-wisniewska@block-storage-review.org
+	local poster n branch tip a out tmp wt t0=$SECONDS
+	poster="$name <$email>"
+	# The poster's identity for every git below, over any configuration
+	# file (the kernel tree's own included) and without touching one.
+	n=${GIT_CONFIG_COUNT:-0}
+	export GIT_CONFIG_COUNT=$((n + 2)) "GIT_CONFIG_KEY_$n=user.name" "GIT_CONFIG_VALUE_$n=$name"
+	export "GIT_CONFIG_KEY_$((n + 1))=user.email" "GIT_CONFIG_VALUE_$((n + 1))=$email"
+	branch=$(git -C "$KSRC" symbolic-ref --short HEAD) || fail "$KSRC has no branch checked out" || return
+	tip=$(git -C "$KSRC" rev-parse "$branch")
+	out=$("$TOP/scripts/cover-letters.sh" "$dir" 2>&1) || { printf '%s\n' "$out"; fail "cover-letters.sh failed"; return; }
+	printf '%s\n' "$out"
+	! grep -q WARNING <<<"$out" || fail "cover-letters.sh called $poster a placeholder" || return
+	note "make cover as $poster: $((SECONDS - t0)) s"
+	! git -C "$KSRC" log --format='%an <%ae>' "base..$tip" | grep -qxF "$poster" ||
+		fail "the test poster is an author of the series: pick another" || return
+
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/vstor-cover-apply.XXXXXX")
+	wt=$tmp/tree
+	# shellcheck disable=SC2064 # the paths, now
+	trap "$(printf 'cover_apply_remove %q %q' "$wt" "$tmp")" EXIT
+	# What git am writes goes to a scratch object directory, the tree's
+	# own an alternate: the kernel tree gets no objects from this test.
+	mkdir "$tmp/objects"
+	GIT_ALTERNATE_OBJECT_DIRECTORIES=$(git -C "$KSRC" rev-parse --path-format=absolute --git-path objects)
+	export GIT_OBJECT_DIRECTORY=$tmp/objects GIT_ALTERNATE_OBJECT_DIRECTORIES
+	t0=$SECONDS
+	git -C "$KSRC" worktree add -q --detach --no-checkout "$wt" base &&
+		git -C "$wt" read-tree base || fail "no worktree of $KSRC at base" || return
+	note "worktree at base, not checked out: $((SECONDS - t0)) s"
+	cover_apply_groups "$dir" "$wt" "$tip" "$poster" || return
+	# Nor does a cover letter or a patch name the author any more.
+	while IFS= read -r a; do
+		if out=$(grep -rnF -e "${a% <*}" -e "${a##* }" "$dir"); then
+			printf '%s\n' "$out"
+			fail "make cover's output still names the series' author $a"
+			return
+		fi
+	done < <(git -C "$KSRC" log --format='%an <%ae>' "base..$tip" | sort -u)
+}
+# cover_apply_remove WORKTREE DIR: the worktree, git's record of it and
+# DIR gone.
+cover_apply_remove() {
+	git -C "$KSRC" worktree remove --force "$1" 2>/dev/null || { rm -rf "$1" && git -C "$KSRC" worktree prune; }
+	rm -rf "$2"
+}
+# cover_apply_groups DIR WORKTREE TIP POSTER: git am each group of DIR in
+# template order onto WORKTREE, then compare with the series, whose last
+# commit is TIP.
+cover_apply_groups() {
+	local dir=$1 wt=$2 tip=$3 poster=$4 t g ps out t0=$SECONDS want got
+	for t in "$TOP"/kernel/cover/"$KBASE"/*.txt; do
+		g=$(basename "$t" .txt)
+		mapfile -t ps < <(find "$dir/$g" -name '[0-9]*.patch' ! -name '0000-*' | sort)
+		((${#ps[@]})) || fail "$g: no patches" || return
+		if ! out=$(git -C "$wt" -c core.hooksPath=/dev/null am -q --no-3way "${ps[@]}" 2>&1); then
+			printf '%s\n' "$out"
+			[[ $out =~ Patch\ failed\ at\ ([0-9]+) ]] || fail "$g: git am failed" || return
+			fail "$g: $(basename "${ps[10#${BASH_REMATCH[1]} - 1]}") does not apply after $(git -C "$wt" rev-list --count base..HEAD) patches of the series"
+			return
+		fi
+	done
+	note "git am of every group: $(git -C "$wt" rev-list --count base..HEAD) patches in $((SECONDS - t0)) s"
+	expect_eq "commits applied" "$(git -C "$wt" rev-list --count base..HEAD)" "$(git -C "$KSRC" rev-list --count "base..$tip")" || return
+	expect_eq "their subjects" "$(git -C "$wt" log --format=%s base..HEAD)" "$(git -C "$KSRC" log --format=%s "base..$tip")" || return
+	expect_eq "their authors" "$(git -C "$wt" log --format='%an <%ae>' base..HEAD | sort -u)" "$poster" || return
+	# The tree is the series' own but for MAINTAINERS, whose lines naming
+	# an author of the series name the poster.
+	got=$(git -C "$wt" diff --name-only "$tip" HEAD)
+	[[ -z $got || $got == MAINTAINERS ]] || fail "the tree differs from the series' in: $got" || return
+	want=$(git -C "$KSRC" show "$tip:MAINTAINERS" |
+		AUTHORS=$(git -C "$KSRC" log --format='M:%x09%an <%ae>' "base..$tip") POSTER="M:	$poster" awk '
+			BEGIN { n = split(ENVIRON["AUTHORS"], l, "\n"); for (i = 1; i <= n; i++) author[l[i]] = 1 }
+			$0 in author { $0 = ENVIRON["POSTER"] }
+			{ print }' | git -C "$wt" hash-object --stdin)
+	expect_eq "MAINTAINERS (the series', the poster for its author)" "$(git -C "$wt" rev-parse HEAD:MAINTAINERS)" "$want" || return
+	note "the tree is the series' with $(git -C "$wt" show HEAD:MAINTAINERS | grep -cxF "M:	$poster") MAINTAINERS line(s) naming the poster"
+}
+
 desc_backports="each patch of kernel/6.12 names what it carries (an upstream commit, a kernel/mainline patch, or why it is 6.12 only) and each mainline patch has exactly one backport (scripts/check-backports.sh)"
 backports() { "$TOP/scripts/check-backports.sh"; }
 
@@ -163,6 +245,16 @@ EOS
 
 series_count() { grep -c '^[0-9]\{4\}-.*\.patch$' "$PATCHES/series"; }
 
+# mail_from PATCH: its From: header, unfolded (git format-patch folds one
+# longer than a line onto the next).
+mail_from() {
+	awk 'NR > 1 && $0 == "" { exit }
+		/^From: / { from = substr($0, 7); on = 1; next }
+		on && /^[ \t]/ { from = from $0; next }
+		{ on = 0 }
+		END { print from }' "$1"
+}
+
 # cover_identity DIR: every patch of make cover's output is from the poster
 # (the git identity of whoever runs it) and signed off by the poster, and
 # cover-letters.sh takes the poster from git, not from a name of its own:
@@ -173,7 +265,7 @@ cover_identity() {
 	me="$(git -C "$KSRC" config user.name) <$(git -C "$KSRC" config user.email)>"
 	for p in "$dir"/*/[0-9]*.patch; do
 		[[ $p == */0000-* ]] && continue
-		grep -qxF "From: $me" "$p" || fail "$(basename "$p"): not from $me" || return
+		[[ $(mail_from "$p") == "$me" ]] || fail "$(basename "$p"): not from $me" || return
 		grep -qxF "Signed-off-by: $me" "$p" || fail "$(basename "$p"): not signed off by $me" || return
 	done
 	cfg=$(mktemp)
@@ -184,7 +276,7 @@ cover_identity() {
 		fail "no warning for poster@localhost" || return
 	for p in "$alt"/*/[0-9]*.patch; do
 		[[ $p == */0000-* ]] && continue
-		grep -qxF "From: Test Poster <poster@localhost>" "$p" && grep -qxF "Signed-off-by: Test Poster <poster@localhost>" "$p" ||
+		[[ $(mail_from "$p") == "Test Poster <poster@localhost>" ]] && grep -qxF "Signed-off-by: Test Poster <poster@localhost>" "$p" ||
 			fail "$(basename "$p"): not made the other poster's" || return
 		! grep -q "^+M:.*$(git -C "$KSRC" config user.email)" "$p" ||
 			fail "$(basename "$p"): a MAINTAINERS entry still names the patch author, not the poster" || return
