@@ -89,12 +89,12 @@ ver=$(base_version)
 # below, a fixed identity, fixed dates, a message without paths), so one
 # made before from the same tarball, by any clone of the project, is the
 # same commit: VSTOR_CACHE keeps a pack of it under the version, the
-# tarball's hash and the rules' revision (bump "r1" when the edit or the
+# tarball's hash and the rules' revision (r2; bump it when the edit or the
 # commit's metadata change). Taking it from there skips unpacking and
 # hashing some 90,000 files. Its files are then newer than any object a
 # build made before, so that build compiles them all again (ccache has
 # them) instead of trusting a tarball's old times.
-cache=$VSTOR_CACHE/bases/$BASE_PKG-$ver-$(sha256sum <"$BASE_TARBALL" | cut -c1-24)-r1
+cache=$VSTOR_CACHE/bases/$BASE_PKG-$ver-$(sha256sum <"$BASE_TARBALL" | cut -c1-24)-r2
 
 # base_from_cache: the base commit from $cache into the new tree $tmp,
 # checked out; fails, leaving $tmp to be emptied, when the cache has none
@@ -125,10 +125,9 @@ count_files() {
 }
 
 # base_to_cache: keep this base commit's objects for the next clone, and
-# the tarball's files the commit leaves out (Debian's .gitignore ignores
-# every dot file: .gitattributes, whose diff=cpp names the functions in the
-# exported patches' hunk headers, and the .gitignore files); replaces what
-# the cache held for older tarballs of $BASE_PKG. A failure here costs
+# the tarball's files the commit leaves out (none since r2, which tracks
+# the dot files too; kept so that a rule that leaves some out again works);
+# replaces what the cache held for older tarballs of $BASE_PKG. A failure here costs
 # only time, so it is reported and ignored.
 base_to_cache() {
 	local new
@@ -165,7 +164,11 @@ else
 	sed -i '/^# Debian packaging: ignore everything/,$d' .gitignore
 	sed -i '${/^#$/d}' .gitignore
 	log "committing the base tree"
-	git add -A .
+	# Every file of the tarball, the dot files too: Debian's .gitignore
+	# ignores them all (".*", without the exceptions upstream makes for
+	# the ones it tracks), and a patch that changes one, such as
+	# tools/virtio/.gitignore, must find it in the base as upstream has it.
+	git add -A -f .
 	GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" \
 		GIT_AUTHOR_NAME="Debian $BASE_PKG" GIT_AUTHOR_EMAIL="" \
 		GIT_COMMITTER_NAME="Debian $BASE_PKG" GIT_COMMITTER_EMAIL="" \

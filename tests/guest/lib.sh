@@ -145,12 +145,14 @@ host_qmp() {
 	fail "no reply from the host to QMP $1"
 }
 
-# qemu_throttle QDEV IOPS: limit QEMU's virtio-blk device QDEV (vdiskK) to
-# IOPS requests per second; 0 lifts the limit.
+# qemu_throttle QDEV IOPS [BPS]: limit QEMU's virtio-blk device QDEV (vdiskK)
+# to IOPS requests and BPS bytes per second; 0 lifts a limit. QEMU merges
+# adjacent requests into one before it counts them: a limit on sequential
+# I/O takes BPS.
 qemu_throttle() {
 	host_qmp '{"execute": "block_set_io_throttle", "arguments": {"id": "/machine/peripheral/'"$1"'/virtio-backend",
-		"bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": '"$2"', "iops_rd": 0, "iops_wr": 0}}' >/dev/null ||
-		fail "QMP block_set_io_throttle $2 on $1 refused"
+		"bps": '"${3:-0}"', "bps_rd": 0, "bps_wr": 0, "iops": '"$2"', "iops_rd": 0, "iops_wr": 0}}' >/dev/null ||
+		fail "QMP block_set_io_throttle $2 ${3:-0} on $1 refused"
 }
 
 # sysfs_write_loop PATH VALUE...: write the values in turn, forever, one

@@ -65,7 +65,7 @@ pt_node() {
 	[[ -c /dev/vblk/$d ]] || fail "/dev/vblk/$d not back after bind"
 }
 
-desc_pt_info="GET_INFO (uring_cmd and ioctl) matches sysfs: capacity, block size, segments, poll queues, supported commands; a larger caller struct is filled, its tail zeroed, the result is the kernel size (72); below 72 is EINVAL"
+desc_pt_info="GET_INFO (uring_cmd and ioctl) matches sysfs: capacity, block size, segments, poll queues, supported commands; a larger caller struct (up to 4096 bytes) is filled, its tail zeroed, the result is the kernel size (72); below 72 is EINVAL, above 4096 E2BIG"
 pt_info() {
 	local d u i
 	d=$(pt_disk) || return
@@ -83,13 +83,16 @@ pt_info() {
 	# All nine commands; POLL and WRITE_CACHE flags, not READ_ONLY.
 	expect_eq ops "$(info_field "/dev/vblk/$d" ops)" 0x1ff || return
 	expect_eq flags "$(info_field "/dev/vblk/$d" flags)" 0x6 || return
-	# The structure can grow: a caller's larger one is filled and its tail
-	# zeroed, the result is the kernel's size; below the first version's
-	# size is EINVAL.
+	# The structure can grow: a caller's larger one, up to 4096 bytes
+	# (VIRTBLK_INFO_SIZE_MAX), is filled and its tail zeroed, the result
+	# is the kernel's size; below the first version's size is EINVAL,
+	# above 4096 E2BIG.
 	"$PT" -l 4096 "/dev/vblk/$d" info >/tmp/gi.out || fail "GET_INFO with len 4096: $(cat /tmp/gi.out)" || return
 	expect_eq "GET_INFO result with len 4096" "$(sed -n 's/^result=//p' /tmp/gi.out)" 72 || return
 	pt -l 72 "/dev/vblk/$d" info >/dev/null || fail "GET_INFO with len 72 failed" || return
-	pt -l 71 -e EINVAL "/dev/vblk/$d" info >/dev/null || fail "GET_INFO with len 71 was not EINVAL"
+	pt -l 71 -e EINVAL "/dev/vblk/$d" info >/dev/null || fail "GET_INFO with len 71 was not EINVAL" || return
+	pt -l 4097 -e E2BIG "/dev/vblk/$d" info >/dev/null || fail "GET_INFO with len 4097 was not E2BIG" || return
+	pt -l 1048576 -e E2BIG "/dev/vblk/$d" info >/dev/null || fail "GET_INFO with len 1 MiB was not E2BIG"
 }
 
 desc_pt_get_id="GET_ID returns the serial sysfs shows"
@@ -689,7 +692,7 @@ pt_fio_trim_flush() {
 	((n >= 64)) || fail "fewer FLUSH commands than fsync=16 asks for"
 }
 
-desc_pt_compat32="a 32-bit program: the GET_INFO ioctl works (compat), passthrough commands from its ring are refused with EOPNOTSUPP"
+desc_pt_compat32="a 32-bit program gets nothing from the node: the GET_INFO ioctl fails with ENOTTY (no compat_ioctl), passthrough commands from its ring with EOPNOTSUPP"
 pt_compat32() {
 	local d out rc
 	d=$(pt_disk) || return

@@ -12,7 +12,8 @@ TESTS=(repoll_initial repoll_set repoll_bad_input repoll_hipri_0_to_m
 	repoll_to_zero_hipri_ring repoll_concurrent_writers repoll_stuck_kill
 	repoll_resize_race repoll_remove_race
 	repoll_hot_unplug repoll_wce_kept repoll_info_during_change
-	repoll_pci_reset repoll_pci_reset_polled repoll_pci_reset_race)
+	repoll_pci_reset repoll_pci_reset_polled repoll_pci_reset_race
+	repoll_stopped_poller_reset repoll_stopped_poller_unbind repoll_store_module_ref)
 
 rp_disk() { disk_by_serial vstor0; }
 rp_attr() { echo "/sys/block/$1/num_poll_queues"; }
@@ -616,4 +617,158 @@ repoll_pci_reset_race() {
 	expect_types "$d" $((2 - n)) "$n" || return
 	quick_verify "$d" 0 || return
 	rp_set "$d" 0 2
+}
+
+# rp_stopped_reader DISK QDEV KIND: 32 polled reads of a pattern (one IOPOLL
+# ring, all 32 in flight, all of the same 4 KiB, since QEMU merges adjacent
+# requests into one before it counts them) on DISK, whose QEMU device QDEV
+# is limited to 4 IOPS meanwhile, from a process stopped (SIGSTOP) while
+# they are in flight; then the limit goes and the device completes them,
+# but nobody polls. KIND: pt, passthrough READs on /dev/vblk/DISK; hipri,
+# io_uring reads of /dev/DISK (O_DIRECT, hipri). Sets RP_READER to the
+# reader's pid (its output: /tmp/sr.out).
+rp_stopped_reader() {
+	local d=$1 i busy how=("/dev/vblk/$1")
+	[[ $3 == hipri ]] && how=(-H "/dev/$1")
+	RP_READER=""
+	"$TOOLS/vblk_pt" -P -p 5150 -s 262144 -w 8 -l 4096 -c 32 -q 32 "${how[@]}" write >/tmp/sr.out 2>&1 ||
+		fail "the pattern write: $(tail -n 3 /tmp/sr.out)" || return
+	qemu_throttle "$2" 4 || return
+	"$TOOLS/vblk_pt" -P -p 5150 -s 262144 -w 8 -l 4096 -c 32 -q 32 "${how[@]}" read >/tmp/sr.out 2>&1 &
+	RP_READER=$!
+	for ((i = 0; i < 50; i++)); do
+		busy=$(cat /sys/kernel/debug/block/"$d"/hctx*/busy 2>/dev/null | wc -l)
+		((busy > 0)) && break
+		sleep 0.05
+	done
+	if ! kill -STOP "$RP_READER"; then
+		qemu_throttle "$2" 0
+		fail "the reader ended before it could be stopped: $(tail -n 3 /tmp/sr.out)"
+		return
+	fi
+	qemu_throttle "$2" 0 || return
+	# The device completes the rest now; only polling ends them.
+	sleep 2
+	busy=$(cat /sys/kernel/debug/block/"$d"/hctx*/busy 2>/dev/null | wc -l)
+	note "polled reads left unreaped by the stopped reader: $busy of 32"
+	((busy > 0)) || fail "the reader reaped every read before it stopped: nothing to test"
+}
+
+# rp_release_reader: let the stopped reader go on (SIGCONT); fail unless it
+# then gets all its reads, each verified, within 60 s.
+rp_release_reader() {
+	[[ -n $RP_READER ]] || return 0
+	kill -CONT "$RP_READER" 2>/dev/null
+	if ! rp_gone "$RP_READER" 60; then
+		kill -9 "$RP_READER"
+		fail "the reader did not finish within 60 s of SIGCONT"
+		return
+	fi
+	wait "$RP_READER" || fail "the reader's reads after SIGCONT: $(tail -n 3 /tmp/sr.out)"
+}
+
+# rp_bounded NAME SECS OUT CMD...: run CMD in the background, its output to
+# OUT; fail (naming NAME) unless it has ended within SECS. A command still
+# running then is left to rp_unstick.
+rp_bounded() {
+	local name=$1 secs=$2 out=$3 pid
+	shift 3
+	"$@" >"$out" 2>&1 &
+	pid=$!
+	if ! rp_gone $pid "$secs"; then
+		local p
+		for p in $pid $(pgrep -P $pid); do
+			note "$name, pid $p: $(tr '\n' ' ' </proc/"$p"/stack 2>/dev/null)"
+		done
+		RP_STUCK=$pid
+		fail "$name did not finish within $secs s while the poller was stopped"
+		return
+	fi
+	wait $pid
+}
+
+# rp_unstick: after a failure, let the stopped reader poll so that whatever
+# waits for its reads (a reset, an unbind) ends before the next test.
+rp_unstick() {
+	[[ -n $RP_READER ]] && kill -CONT "$RP_READER" 2>/dev/null
+	[[ -n ${RP_STUCK:-} ]] && rp_gone "$RP_STUCK" 120
+	[[ -n $RP_READER ]] && { rp_gone "$RP_READER" 60 || kill -9 "$RP_READER"; }
+	return 1
+}
+
+desc_repoll_stopped_poller_reset="a PCI reset while 32 hipri io_uring reads (an IOPOLL ring on the block device) are done in the device but unreaped (their process stopped by SIGSTOP, as user tasks are frozen during suspend): reset_prepare's freeze reaps the poll queue itself and the reset finishes within 30 s; after SIGCONT the process gets every read, verified"
+repoll_stopped_poller_reset() {
+	local d pci
+	rp_reset_target || return
+	d=$RP_DISK pci=$RP_PCI
+	rp_set "$d" 1 2 || return
+	rp_stopped_reader "$d" vdisk2 hipri || { rp_unstick; return 1; }
+	rp_bounded "the PCI reset" 30 /tmp/sr.reset sysfs_write "/sys/bus/pci/devices/$pci/reset" 1 ||
+		{ rp_unstick; return 1; }
+	expect_eq "the reset" "$(cat /tmp/sr.reset)" OK || { rp_unstick; return 1; }
+	rp_release_reader || return
+	expect_types "$d" 1 1 || return
+	quick_verify "$d" 1 >/dev/null || fail "polled I/O after the reset" || return
+	rp_set "$d" 0 2
+}
+
+desc_repoll_stopped_poller_unbind="unbinding a disk while 32 hipri io_uring reads (an IOPOLL ring on the block device) are done in the device but unreaped (their process stopped by SIGSTOP): removal reaps the poll queue while del_gendisk() drains it and finishes within 30 s; after SIGCONT the process gets every read, verified; the disk comes back on bind"
+repoll_stopped_poller_unbind() {
+	local d v
+	d=$(disk_by_serial vstor2) || fail "no vstor2" || return
+	v=$(virtio_dev "$d")
+	rp_set "$d" 1 2 || return
+	rp_stopped_reader "$d" vdisk2 hipri || { rp_unstick; return 1; }
+	rp_bounded "the unbind" 30 /tmp/sr.unbind sh -c "echo $v >/sys/bus/virtio/drivers/virtio_blk/unbind" ||
+		{ rp_unstick; echo "$v" >/sys/bus/virtio/drivers/virtio_blk/bind; return 1; }
+	rp_release_reader || { echo "$v" >/sys/bus/virtio/drivers/virtio_blk/bind; return 1; }
+	echo "$v" >/sys/bus/virtio/drivers/virtio_blk/bind || fail "bind" || return
+	d=$(disk_by_serial vstor2) || fail "vstor2 did not come back" || return
+	quick_verify "$d" 0 >/dev/null || fail "I/O after the rebind"
+}
+
+desc_repoll_store_module_ref="poll-queue changes waiting inside the num_poll_queues store (one draining a disk that stopped completing, QEMU at 1 IOPS with 32 reads queued, one waiting for it) each hold a reference to virtio_blk: the module's refcount is 2 higher while they wait, so it cannot be unloaded under them; an unbind makes both give up with ENODEV, after which virtio_blk unloads and loads again and the disks work"
+repoll_store_module_ref() {
+	local d v a fpid w1 w2 r0 r1 e1 e2
+	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
+	v=$(virtio_dev "$d")
+	a=$(rp_attr "$d")
+	rp_set "$d" 0 2 || return
+	rp_throttle 1 || return
+	fio --name=st --filename="/dev/$d" --ioengine=libaio --direct=1 --rw=randread \
+		--bs=4k --iodepth=32 --number_ios=32 --size=64M >/tmp/sm.out 2>&1 &
+	fpid=$!
+	sleep 2
+	r0=$(cat /sys/module/virtio_blk/refcnt)
+	sysfs_write "$a" 1 >/tmp/sm.w1 &
+	w1=$!
+	sleep 1
+	sysfs_write "$a" 1 >/tmp/sm.w2 &
+	w2=$!
+	sleep 1
+	r1=$(cat /sys/module/virtio_blk/refcnt)
+	if ! [[ -e /proc/$w1 && -e /proc/$w2 ]]; then
+		rp_throttle 0
+		wait $fpid
+		fail "a change finished while the disk was not completing: inconclusive"
+		return
+	fi
+	note "virtio_blk refcnt: $r0 before the changes, $r1 while they wait"
+	# Unbinding makes both give up, whatever the refcount said.
+	echo "$v" >/sys/bus/virtio/drivers/virtio_blk/unbind || { rp_throttle 0; fail "unbind"; return; }
+	rp_throttle 0
+	rp_gone $w1 30 && rp_gone $w2 30 || fail "the changes did not end after the unbind" || return
+	wait $w1 $w2 $fpid
+	e1=$(cat /tmp/sm.w1) e2=$(cat /tmp/sm.w2)
+	note "the changes ended with $e1 and $e2"
+	expect_eq "refcnt while two changes wait in the store" "$r1" $((r0 + 2)) ||
+		{ echo "$v" >/sys/bus/virtio/drivers/virtio_blk/bind; return 1; }
+	[[ $e1 == ENODEV && $e2 == ENODEV ]] || fail "the changes did not fail with ENODEV after the unbind" ||
+		{ echo "$v" >/sys/bus/virtio/drivers/virtio_blk/bind; return 1; }
+	rmmod virtio_blk || fail "rmmod virtio_blk" || return
+	vmodprobe virtio_blk || fail "cannot load virtio_blk again" || return
+	udevadm settle 2>/dev/null
+	d=$(disk_by_serial vstor1) || fail "vstor1 did not come back with the module" || return
+	disk_by_serial vstor0 >/dev/null || fail "vstor0 did not come back with the module" || return
+	quick_verify "$d" 0 >/dev/null || fail "I/O after the reload"
 }

@@ -102,6 +102,7 @@ static struct {
 	bool len_set;
 	unsigned int buf_off;
 	bool child_reaps;
+	bool bdev_uring;
 } o = { .qd = 1, .count = 1, .mode = O_RDWR, .rsv_index = -1, .len = 4096 };
 
 /*
@@ -116,6 +117,72 @@ static int submit_without_polling(struct io_uring *ring)
 	ring->sq.sqe_head = ring->sq.sqe_tail;
 	io_uring_smp_store_release(ring->sq.ktail, ring->sq.sqe_tail);
 	return io_uring_enter(ring->ring_fd, n, 0, 0, NULL);
+}
+
+/*
+ * What a -C child hands its parent, in a mapping they share: entry 0 holds
+ * the number of CQEs it consumed (user_data) and the milliseconds it took
+ * (res), entries 1..N the CQEs.
+ */
+struct child_cqe {
+	uint64_t user_data;
+	int32_t res;
+};
+static struct child_cqe *child_cqes;
+
+/* How long a -C child polls for one submission's completions. */
+#define CHILD_REAP_MS 60000
+
+static unsigned int child_nr_cqes(void)
+{
+	return child_cqes[0].user_data;
+}
+
+static double child_seconds(void)
+{
+	return child_cqes[0].res / 1000.0;
+}
+
+/*
+ * The -C child: consume the ring's CQEs into child_cqes until @want have
+ * come or CHILD_REAP_MS have passed, polling the ring once per
+ * io_uring_enter(). Returns its exit status: 0 when all came, 3 when time
+ * ran out, 1 when io_uring_enter() failed, 4 when a polled ring had a
+ * completion before the child polled.
+ */
+static int child_reap(struct io_uring *ring, unsigned int want)
+{
+	struct io_uring_cqe *cqe;
+	struct timespec t0, t;
+	unsigned int got = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* Polled, nothing can have completed yet. */
+	if (o.poll && io_uring_cq_ready(ring))
+		return 4;
+	for (;;) {
+		long ms;
+
+		while (got < want && io_uring_cq_ready(ring) &&
+		       !io_uring_peek_cqe(ring, &cqe)) {
+			child_cqes[1 + got].user_data = cqe->user_data;
+			child_cqes[1 + got].res = cqe->res;
+			got++;
+			io_uring_cqe_seen(ring, cqe);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (t.tv_sec - t0.tv_sec) * 1000 +
+		     (t.tv_nsec - t0.tv_nsec) / 1000000;
+		child_cqes[0].user_data = got;
+		child_cqes[0].res = ms;
+		if (got >= want)
+			return 0;
+		if (ms > CHILD_REAP_MS)
+			return 3;
+		if (io_uring_get_events(ring) < 0)
+			return 1;
+		usleep(100);
+	}
 }
 
 static uint64_t mix(uint64_t x)
@@ -267,6 +334,15 @@ static void prep(struct io_uring_sqe *sqe, int fd, int nr, struct slot *s,
 	struct virtblk_uring_cmd *cmd;
 
 	memset(sqe, 0, o.sqe64 ? 64 : 128);
+	if (o.bdev_uring) {
+		/* Plain io_uring I/O on the block device: hipri on -P. */
+		if (is_write(nr))
+			io_uring_prep_write(sqe, fd, s->buf, o.len, s->sector << 9);
+		else
+			io_uring_prep_read(sqe, fd, s->buf, o.len, s->sector << 9);
+		sqe->user_data = index;
+		return;
+	}
 	if (o.nvme) {
 		/* NVMe Read (0x02) or Write (0x01) of 512-byte blocks. */
 		struct nvme_uring_cmd *nc = (struct nvme_uring_cmd *)sqe->cmd;
@@ -431,6 +507,8 @@ static void usage(void)
 "  -d         IOSQE_IO_DRAIN on the last command of each submission only\n"
 "             (with -L: the chain's head gets drained after its prep)\n"
 "  -Z         after each submission, overwrite the whole SQ ring with 0xff\n"
+"  -H         DEV is the block device: read and write are plain io_uring\n"
+"             reads and writes on it (O_DIRECT; hipri with -P)\n"
 "  -V         DEV is an NVMe generic device (/dev/ngXnY): NVMe reads and\n"
 "             writes of 512-byte blocks instead (OP read or write)\n"
 "             (the kernel must have copied what it still needs)\n");
@@ -447,7 +525,7 @@ int main(int argc, char **argv)
 	struct timespec t0, t1;
 	long ms, submit_max_ms = 0;
 
-	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKETvW:w:LDdZVMO:C")) != -1) {
+	while ((c = getopt(argc, argv, "s:l:n:f:S:p:FPq:c:m:e:R:X:A:UIBNKETvW:w:LDdZVMO:CH")) != -1) {
 		switch (c) {
 		case 's': o.sector = strtoull(optarg, NULL, 0); break;
 		case 'l': o.len = strtoul(optarg, NULL, 0); o.len_set = true; break;
@@ -493,6 +571,7 @@ int main(int argc, char **argv)
 		case 'd': o.drain_last = true; break;
 		case 'Z': o.scribble = true; break;
 		case 'V': o.nvme = true; break;
+		case 'H': o.bdev_uring = true; break;
 		case 'M': o.submit_time = true; break;
 		default: usage();
 		}
@@ -505,7 +584,7 @@ int main(int argc, char **argv)
 	if (!strcmp(o.op, "bdev-read") || !strcmp(o.op, "bdev-write"))
 		return bdev_io(!strcmp(o.op, "bdev-write"));
 
-	fd = open(o.dev, o.mode);
+	fd = open(o.dev, o.mode | (o.bdev_uring ? O_DIRECT : 0));
 	if (fd < 0) {
 		ret = -errno;
 		printf("open: %s\n", res_name(ret));
@@ -538,6 +617,9 @@ int main(int argc, char **argv)
 			die("NVME_IOCTL_ID", errno);
 		o.nsid = id;
 	}
+	if (o.bdev_uring && ((nr != VIRTBLK_CMD_READ && nr != VIRTBLK_CMD_WRITE) ||
+			     o.fixed || o.nvme))
+		usage();
 
 	setup = o.sqe64 ? 0 : IORING_SETUP_SQE128;
 	if (o.nvme)
@@ -554,6 +636,13 @@ int main(int argc, char **argv)
 		die("io_uring_queue_init", -ret);
 
 	slots = calloc(o.qd, sizeof(*slots));
+	if (o.child_reaps) {
+		child_cqes = mmap(NULL, (o.qd + 1) * sizeof(*child_cqes),
+				  PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (child_cqes == MAP_FAILED)
+			die("mmap", errno);
+	}
 	if (!slots)
 		die("calloc", ENOMEM);
 	for (unsigned int i = 0; i < o.qd; i++)
@@ -638,52 +727,73 @@ int main(int argc, char **argv)
 		}
 
 		struct io_uring_cqe *cqe;
+		unsigned int reaped = 0, next = 0;
+		bool from_child = o.child_reaps;
 
-		if (o.child_reaps) {
+		if (from_child) {
 			/*
-			 * The child reaps on the shared ring without marking
-			 * anything seen: on an IOPOLL ring it polls the device
-			 * and may be the one to find these commands done. The
-			 * parent, asleep in waitpid(), is where their completion
-			 * must run (task_work wakes it for that, and takes the
-			 * ring's lock). A blocking wait would poll holding that
-			 * lock until the completions it waits for are posted,
-			 * which the parent's task_work cannot do meanwhile: the
-			 * child polls once per io_uring_enter() instead.
+			 * The child reaps on the shared ring: on an IOPOLL ring
+			 * it polls the device and may be the one to find these
+			 * commands done. The parent, asleep in waitpid(), is
+			 * where their completion must run (task_work wakes it
+			 * for that, and takes the ring's lock). A blocking wait
+			 * would poll holding that lock until the completions it
+			 * waits for are posted, which the parent's task_work
+			 * cannot do meanwhile: the child polls once per
+			 * io_uring_enter() instead.
+			 *
+			 * The child consumes each CQE as it appears and hands
+			 * it over in child_cqes: io_uring does not poll a ring
+			 * whose CQ holds unconsumed entries (io_iopoll_check()),
+			 * so a child that left the first completions in the CQ
+			 * for the parent would never poll for the rest, which
+			 * then complete only when the parent polls once the
+			 * child has given up. That is what a split batch (some
+			 * commands found done by one poll pass, the others by a
+			 * later one, as a loaded host makes likely) did to this
+			 * loop before it consumed them.
 			 */
-			pid_t pid = fork();
+			pid_t pid;
 			int st;
 
+			child_cqes[0].user_data = 0;
+			child_cqes[0].res = 0;
+			pid = fork();
 			if (pid < 0)
 				die("fork", errno);
-			if (!pid) {
-				/* Polled, nothing can have completed yet. */
-				if (o.poll && io_uring_cq_ready(&ring))
-					_exit(4);
-				for (int i = 0; i < 100000; i++) {
-					if (io_uring_cq_ready(&ring) >= inflight)
-						_exit(0);
-					if (io_uring_get_events(&ring) < 0)
-						_exit(1);
-					usleep(100);
-				}
-				_exit(3);
-			}
+			if (!pid)
+				_exit(child_reap(&ring, inflight));
 			if (waitpid(pid, &st, 0) < 0)
 				die("waitpid", errno);
+			reaped = child_nr_cqes();
 			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-				printf("the child reaper failed (status %#x)\n", st);
+				printf("the child reaper failed (status %#x): %u of %u completions in %.1f s\n",
+				       st, reaped, inflight, child_seconds());
 				failures++;
+				/* Collect what is left here, as without -C. */
+				o.child_reaps = false;
 			}
+			if (!reaped)
+				continue;
+		} else {
+			ret = io_uring_wait_cqe(&ring, &cqe);
+			if (ret)
+				die("io_uring_wait_cqe", -ret);
 		}
-		ret = io_uring_wait_cqe(&ring, &cqe);
-		if (ret)
-			die("io_uring_wait_cqe", -ret);
 		do {
-			struct slot *s = &slots[cqe->user_data];
-			int res = cqe->res;
+			struct slot *s;
+			int res;
 
-			io_uring_cqe_seen(&ring, cqe);
+			if (from_child) {
+				struct child_cqe *c = &child_cqes[1 + next++];
+
+				s = &slots[c->user_data];
+				res = c->res;
+			} else {
+				s = &slots[cqe->user_data];
+				res = cqe->res;
+				io_uring_cqe_seen(&ring, cqe);
+			}
 			if (!result_matches(res)) {
 				if (!failures++)
 					first_bad = res;
@@ -716,7 +826,7 @@ int main(int argc, char **argv)
 			s->busy = false;
 			inflight--;
 			done++;
-		} while (!io_uring_peek_cqe(&ring, &cqe));
+		} while (from_child ? next < reaped : !io_uring_peek_cqe(&ring, &cqe));
 	}
 	io_uring_queue_exit(&ring);
 	if (o.submit_time)
