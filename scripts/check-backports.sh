@@ -8,7 +8,12 @@
 # Each backport's message starts with the lines that name what it carries,
 # in the style of the stable trees:
 #
-#   [ Upstream commit 0123456789ab ]     a commit already in Linus' tree
+#   [ Upstream commit 0123456789ab ]     a commit already in Linus' tree,
+#                                        taken as it is
+#   [ Backport of upstream commit(s) 0123456789ab[ and ...]: WHAT CHANGED ]
+#                                        one or more such commits, rewritten
+#                                        or combined for 6.12 (stable's
+#                                        "backport": it says what changed)
 #   [ Mainline: same subject ]           the kernel/mainline patch with the
 #                                        backport's own subject
 #   [ Mainline: SUBJECT ]                one with another subject
@@ -55,6 +60,9 @@ for p in "${bp_list[@]}"; do
 	while IFS= read -r line; do
 		if [[ $line =~ ^\[\ Upstream\ commit\ ([0-9a-f]{12,40})\ \]$ ]]; then
 			printf '6.12 %s  upstream %s\n' "$n" "${BASH_REMATCH[1]}"
+			named=1
+		elif [[ $line =~ ^\[\ Backport\ of\ upstream\ commits?\ (([0-9a-f]{12,40})((,\ |,?\ and\ )[0-9a-f]{12,40})*):\ .+\ \]$ ]]; then
+			printf '6.12 %s  backport of upstream %s\n' "$n" "${BASH_REMATCH[1]}"
 			named=1
 		elif [[ $line =~ ^\[\ 6\.12\ only:\ (.*)\ \]$ ]]; then
 			printf '6.12 %s  6.12 only: %s\n' "$n" "${BASH_REMATCH[1]}"

@@ -382,5 +382,292 @@ vb_cgroup() {
 	return $rc
 }
 
+# fanotify_watch.py (tests/tools): a fanotify listener that answers the
+# permission events of one file and counts them per process.
+FANWATCH=$TOP/tests/tools/fanotify_watch.py
+VB_FAN_IMG=$VB_MNT/fan.img VB_FAN_WATCH=/tmp/vb-fan.watch VB_FAN_OUT=/tmp/vb-fan.out
+
+# vb_fan RW WATCH_ARGS...: on a fresh sparse image on ext4 with the listener
+# (fanotify_watch.py WATCH_ARGS) on it, 64 requests of vhost_blk_test bench
+# (--rw RW, QD 4). Sets VBT_RC (vhost_blk_test's exit) and FAN_EVENTS (the
+# events answered for vhost_blk_test's pid: its vhost worker is a thread
+# of it); the outputs are in VB_FAN_WATCH and VB_FAN_OUT. Returns 4, the
+# listener's reason in VB_FAN_WATCH, when the kernel does not offer its
+# events.
+vb_fan() {
+	local rw=$1 fan pid i rc=0
+	shift
+	rm -f $VB_FAN_IMG
+	truncate -s 24M $VB_FAN_IMG || fail "cannot make $VB_FAN_IMG" || return
+	/usr/bin/python3 "$FANWATCH" "$@" $VB_FAN_IMG >$VB_FAN_WATCH 2>&1 &
+	fan=$!
+	for ((i = 0; i < 100; i++)); do
+		grep -qx ready $VB_FAN_WATCH && break
+		kill -0 $fan 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! grep -qx ready $VB_FAN_WATCH; then
+		kill -9 $fan 2>/dev/null
+		wait $fan || rc=$?
+		((rc == 4)) && return 4
+		fail "fanotify_watch.py $* did not start (exit $rc): $(cat $VB_FAN_WATCH)"
+		return
+	fi
+	# Opened after the mark: the kernel sets up a file's events at open.
+	"$VBT" --backend $VB_FAN_IMG --mode bench --rw "$rw" --ios 64 --qd 4 >$VB_FAN_OUT 2>&1 &
+	pid=$!
+	for ((i = 0; i < 600; i++)); do
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 $pid 2>/dev/null; then
+		kill -9 $pid $fan
+		wait $pid $fan
+		fail "vhost_blk_test bench --rw $rw with fanotify_watch.py $* still running after 60 s"
+		return
+	fi
+	VBT_RC=0
+	wait $pid || VBT_RC=$?
+	kill -TERM $fan
+	wait $fan || fail "fanotify_watch.py $* exited $?: $(cat $VB_FAN_WATCH)" || return
+	FAN_EVENTS=$(awk -v p=$pid '$1 == "pid" && $2 == p { print $3 }' $VB_FAN_WATCH)
+	FAN_EVENTS=${FAN_EVENTS:-0}
+	note "$rw, fanotify_watch.py $*: vhost_blk_test exit $VBT_RC, $FAN_EVENTS events from its pid; listener: $(tr '\n' ' ' <$VB_FAN_WATCH)"
+}
+
+# vb_fan_allowed WHAT: after vb_fan with FAN_ALLOW, the 64 requests passed,
+# each announced by at least one event from vhost_blk_test's pid.
+vb_fan_allowed() {
+	((VBT_RC == 0)) || fail "$1, allowed: vhost_blk_test exited $VBT_RC: $(tail -n 3 $VB_FAN_OUT)" || return
+	((FAN_EVENTS >= 64)) || fail "$1, allowed: $FAN_EVENTS events from vhost_blk_test for 64 requests"
+}
+
+# vb_fan_denied WHAT TYPE: after vb_fan with FAN_DENY, every one of the 64
+# requests (virtio-blk TYPE, IN or OUT) failed with IOERR, and was asked.
+vb_fan_denied() {
+	if ((VBT_RC != 1)) ||
+		! grep -q "^vhost-blk bench: 64 errors, first: vring 0: $2 of sector [0-9]*: status IOERR" $VB_FAN_OUT; then
+		fail "$1, denied: vhost_blk_test exited $VBT_RC, not with 64 IOERR: $(tail -n 3 $VB_FAN_OUT)"
+		return
+	fi
+	((FAN_EVENTS >= 64)) || fail "$1, denied: $FAN_EVENTS events from vhost_blk_test for 64 requests"
+}
+
+desc_vb_fanotify="a file backend's reads and writes ask fanotify first, as vhost_blk_test's process (its worker thread): 64 reads of an image on ext4 give at least 64 FAN_ACCESS_PERM events from its pid, and all 64 fail with IOERR when the listener answers FAN_DENY; with FAN_PRE_ACCESS (pre-content events, where the kernel has them) 64 writes likewise, covering at least their 256 KiB, and denied writes leave the image all zeroes"
+vb_fanotify() {
+	local rc=0 ret=0 bytes
+	vhost_blk_load || return
+	ext4_on /dev/ram1 $VB_MNT || return
+	vb_fan randread || return
+	vb_fan_allowed reads || rc=1
+	vb_fan randread --deny || return
+	vb_fan_denied reads IN || rc=1
+	vb_fan randwrite --pre-content || ret=$?
+	if ((ret == 4)); then
+		note "NOTE: no pre-content events here ($(cat $VB_FAN_WATCH)): writes not checked"
+		rm -f $VB_FAN_IMG
+		return $rc
+	fi
+	((ret == 0)) || return
+	vb_fan_allowed "writes (pre-content)" || rc=1
+	bytes=$(awk '$1 == "bytes" { print $2 }' $VB_FAN_WATCH)
+	((${bytes:-0} >= 64 * 4096)) ||
+		fail "writes (pre-content): the events' ranges cover ${bytes:-0} bytes, less than the 64 writes' 262144" || rc=1
+	vb_fan randwrite --pre-content --deny || return
+	vb_fan_denied "writes (pre-content)" OUT || rc=1
+	cmp -s -n $((24 << 20)) $VB_FAN_IMG /dev/zero || fail "writes (pre-content), denied: the image was written" || rc=1
+	rm -f $VB_FAN_IMG
+	return $rc
+}
+
+# vb_owner_charge CGROUP N: a process in CGROUP (on CPU 0 alone, so that
+# one CPU's stock of precharged pages is all memory.current can be off by)
+# opens /dev/vhost-blk N times, does VHOST_SET_OWNER on each and closes
+# them. Prints memory.current before the opens, after them, after the
+# SET_OWNERs and after the closes (once it is within 1 MiB of the start,
+# or 5 s: the workers' stacks are freed after an RCU grace period).
+vb_owner_charge() {
+	/usr/bin/python3 - "$1" "$2" <<'PY'
+import fcntl, os, sys, time
+cg, n = sys.argv[1], int(sys.argv[2])
+VHOST_SET_OWNER = 0xAF01  # _IO(VHOST_VIRTIO, 0x01)
+with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+    f.write(str(os.getpid()))
+os.sched_setaffinity(0, {0})
+cur = os.open(os.path.join(cg, "memory.current"), os.O_RDONLY)
+def current():
+    return int(os.pread(cur, 64, 0))
+fds = []
+current()
+m = [current()]
+for _ in range(n):
+    fds.append(os.open("/dev/vhost-blk", os.O_RDWR))
+m.append(current())
+for fd in fds:
+    fcntl.ioctl(fd, VHOST_SET_OWNER)
+m.append(current())
+for fd in fds:
+    os.close(fd)
+deadline = time.monotonic() + 5
+while current() > m[0] + (1 << 20) and time.monotonic() < deadline:
+    time.sleep(0.1)
+m.append(current())
+print(*m)
+PY
+}
+
+desc_vb_open_cost="what vhost-blk devices cost the kernel is charged to the memory cgroup of the process that sets them up: VHOST_SET_OWNER of 8 devices of max_queues vrings raises memory.current by at least 40 KiB a vring (the indirect iovec, log and head arrays vhost allocates then), and 64 devices opened, owned and closed leave memory.current within 1 MiB of where it started"
+vb_open_cost() {
+	local cg nq out m0 m1 m2 m3 rc=0
+	vhost_blk_load || return
+	nq=$(cat /sys/module/vhost_blk/parameters/max_queues)
+	cg=$(vb_cgroup_new vb-owner8) || return
+	out=$(vb_owner_charge "$cg" 8) || fail "the 8 devices: $out" || return
+	read -r m0 m1 m2 m3 <<<"$out"
+	note "8 devices of $nq vrings: open +$(((m1 - m0) >> 10)) KiB, VHOST_SET_OWNER +$(((m2 - m1) >> 10)) KiB ($(((m2 - m1) / (8 * nq) >> 10)) KiB a vring; $(((m2 - m0) >> 10)) KiB = $(awk -v b=$((m2 - m0)) 'BEGIN { printf "%.2f", b / 1048576 }') MiB in all), after closing $(((m3 - m0) >> 10)) KiB"
+	(((m2 - m1) >= 8 * nq * 40 << 10)) ||
+		{ fail "VHOST_SET_OWNER of 8 devices of $nq vrings charged $(((m2 - m1) >> 10)) KiB, want $((8 * nq * 40)) KiB or more"; rc=1; }
+	rmdir "$cg"
+	cg=$(vb_cgroup_new vb-owner64) || return
+	out=$(vb_owner_charge "$cg" 64) || fail "the 64 devices: $out" || return
+	read -r m0 m1 m2 m3 <<<"$out"
+	note "64 devices: $(((m2 - m0) >> 20)) MiB while open and owned, $(((m3 - m0) >> 10)) KiB after closing them"
+	((m3 - m0 <= 1 << 20)) ||
+		{ fail "64 devices opened, owned and closed left memory.current $(((m3 - m0) >> 10)) KiB above the start"; rc=1; }
+	rmdir "$cg"
+	return $rc
+}
+
+# A null_blk whose every request takes VB_STALL_S seconds (configfs:
+# irqmode 2 is a timer per request, completion_nsec its time): a backend
+# that stops answering for a while. Its own 5 s request timeout only logs
+# ("rq ... timed out"); the timer still ends the request, with an error.
+# Powering it on waits for the partition scan's reads of it. Made once per
+# boot; vb_stall removes it when all went well.
+VB_STALL=/sys/kernel/config/nullb/vbstall
+VB_STALL_S=20
+vb_stall_disk() {
+	mountpoint -q /sys/kernel/config || mount -t configfs configfs /sys/kernel/config || return
+	if [[ ! -d $VB_STALL ]]; then
+		mkdir $VB_STALL || fail "cannot create a null_blk through configfs" || return
+		echo 64 >$VB_STALL/size && echo 2 >$VB_STALL/irqmode &&
+			echo $((VB_STALL_S * 1000000000)) >$VB_STALL/completion_nsec &&
+			echo 1 >$VB_STALL/power || fail "cannot configure the null_blk" || return
+	fi
+	[[ -b /dev/vbstall ]] || fail "no /dev/vbstall"
+}
+
+vb_refcnt() { awk '$1 == "vhost_blk" { print $3 }' /proc/modules; }
+vb_now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+
+# vb_gone PID SECS: whether PID ends (and the shell reaps it) within SECS.
+vb_gone() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	! kill -0 "$1" 2>/dev/null
+}
+
+# vb_stall_start OP: vhost_blk_test --mode stall --stall-op OP on
+# /dev/vbstall in the background, its output in /tmp/vb-stall-OP.out; sets
+# STALL_PID.
+vb_stall_start() {
+	"$VBT" --backend /dev/vbstall --mode stall --stall-op "$1" >"/tmp/vb-stall-$1.out" 2>&1 &
+	STALL_PID=$!
+}
+
+# vb_stall_wait OP PID: "stalled: OP" within 10 s, while PID runs.
+vb_stall_wait() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -qx "stalled: $1" "/tmp/vb-stall-$1.out" && return 0
+		kill -0 "$2" 2>/dev/null || break
+		sleep 0.1
+	done
+	fail "$1: no 'stalled: $1' within 10 s: $(cat "/tmp/vb-stall-$1.out")"
+}
+
+desc_vb_stall="a backend that stops answering (a null_blk taking 20 s a request, one read in flight): a detach, a VHOST_RESET_OWNER and a close waiting for it still wait after 2 s and end within 5 s of SIGKILL, and an exit does not wait (gone within 2 s); until the backend answers, vhost_blk stays loaded for them (refcount 4, rmmod fails); a detach and a reset-owner not killed return 'done' once it answers; then the refcount is 0 and the module unloads and loads again"
+vb_stall() {
+	local op i t0 t1 rc=0 st refs out
+	local -A pid
+	vhost_blk_load || return
+	t0=$SECONDS
+	vb_stall_disk || return
+	note "/dev/vbstall ready in $((SECONDS - t0)) s"
+	# Killed, or exiting, while the read is in flight: all at once.
+	for op in detach reset-owner close exit; do
+		vb_stall_start $op
+		pid[$op]=$STALL_PID
+	done
+	for op in detach reset-owner close exit; do
+		vb_stall_wait $op "${pid[$op]}" || rc=1
+	done
+	sleep 2
+	for op in detach reset-owner close; do
+		kill -0 "${pid[$op]}" 2>/dev/null ||
+			{ fail "$op: ended before the backend answered: $(cat "/tmp/vb-stall-$op.out")"; rc=1; }
+	done
+	# An exiting task leaves the wait to a kworker at once.
+	if kill -0 "${pid[exit]}" 2>/dev/null; then
+		fail "exit: still there 2 s after exit() with the read in flight"
+		rc=1
+	fi
+	t0=$(vb_now_ms)
+	kill -9 "${pid[@]}" 2>/dev/null
+	for op in detach reset-owner close; do
+		if vb_gone "${pid[$op]}" 5; then
+			note "$op: gone $(($(vb_now_ms) - t0)) ms after SIGKILL"
+		else
+			fail "$op: still there 5 s after SIGKILL"
+			rc=1
+		fi
+	done
+	if ((rc)); then
+		# Leave nothing behind for the next tests.
+		for op in "${!pid[@]}"; do
+			vb_gone "${pid[$op]}" $((VB_STALL_S + 10)) || fail "$op: still there $((VB_STALL_S + 15)) s after SIGKILL"
+		done
+		return 1
+	fi
+	refs=$(vb_refcnt)
+	out=$(rmmod vhost_blk 2>&1) && { fail "rmmod vhost_blk succeeded while releases wait for the backend"; rc=1; }
+	note "releases waiting: vhost_blk refcount $refs; rmmod: ${out:-succeeded}"
+	expect_eq "vhost_blk refcount while 4 releases wait" "$refs" 4 || rc=1
+	((rc == 0)) || return
+	# Not killed: each waits for its read, and returns.
+	t0=$(vb_now_ms)
+	for op in detach reset-owner; do
+		vb_stall_start $op
+		pid[$op]=$STALL_PID
+	done
+	for op in detach reset-owner; do
+		vb_gone "${pid[$op]}" $((VB_STALL_S + 15)) ||
+			{ fail "$op: not back $((VB_STALL_S + 15)) s after its read"; rc=1; continue; }
+		st=0
+		wait "${pid[$op]}" || st=$?
+		t1=$(vb_now_ms)
+		note "$op, not killed: exit $st after $((t1 - t0)) ms: $(tr '\n' ' ' <"/tmp/vb-stall-$op.out")"
+		if ((st != 0)) || ! grep -qx "$op: done" "/tmp/vb-stall-$op.out"; then
+			fail "$op did not return 'done'"
+			rc=1
+		fi
+		((t1 - t0 >= (VB_STALL_S - 2) * 1000)) || { fail "$op returned before its read was answered"; rc=1; }
+	done
+	((rc == 0)) || return
+	# The killed devices' reads were answered before these.
+	for ((i = 0; i < 50; i++)); do
+		[[ $(vb_refcnt) == 0 ]] && break
+		sleep 0.1
+	done
+	expect_eq "vhost_blk refcount once the backend answered" "$(vb_refcnt)" 0 || return
+	rmmod vhost_blk || fail "cannot unload vhost_blk once the backend answered" || return
+	vhost_blk_load || return
+	echo 0 >$VB_STALL/power || fail "cannot power the null_blk off" || return
+	rmdir $VB_STALL || fail "cannot remove the null_blk"
+}
+
 TESTS=(vb_node vb_perms vb_brd vb_null vb_vd vb_ext4 vb_tmpfs vb_ro vb_hostile vb_fair vb_bp vb_bp_fair vb_bp_fair_load vb_kill vb_wcache vb_xfs
-	vb_slow_discard vb_cgroup vb_unload)
+	vb_slow_discard vb_cgroup vb_fanotify vb_open_cost vb_stall vb_unload)

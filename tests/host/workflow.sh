@@ -21,7 +21,7 @@ series_cases() {
 	expect_eq "cases passed against the plan" "$oks" "$plan"
 }
 
-desc_cover_letters="make cover: a group per template in kernel/cover (io_uring, block, virtio-blk, vhost, the later io_uring fix, interrupt-path batching, the poll cookie fix) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables (on mainline, tables measured on mainline: Documentation/results-mainline.md); the io_uring fixes and the blk-mq fixes carry Fixes:, the first io_uring fix and the blk-mq fixes Cc: stable; every patch is from and signed off by whoever runs it (git config), and a placeholder identity is warned about"
+desc_cover_letters="make cover: a group per template in kernel/cover (io_uring, block, virtio-blk, vhost, the later io_uring fix, interrupt-path batching, the poll cookie fix) that together hold every patch once, each with a filled-in cover letter, base-commit and the results tables (on mainline, tables measured on mainline: Documentation/results-mainline.md); the io_uring fixes, the blk-mq fixes and virtio-blk's first and third fixes carry Fixes:, the io_uring fixes, virtio-blk's three fixes and the poll cookie fix Cc: stable, and the blk-mq batch fix says why it is not for stable; every patch is from and signed off by whoever runs it (git config), and a placeholder identity is warned about"
 cover_letters() {
 	local dir=$BUILD/logs/workflow/cover n total=0 g t cfg out
 	# A machine with no git identity (a fresh one): make cover must refuse,
@@ -64,8 +64,13 @@ cover_letters() {
 		fail "the later io_uring fix has no Fixes: line" || return
 	grep -q '^Fixes: f794f3351f26 ' "$dir"/6-irq-batching/0001-*.patch ||
 		fail "the blk-mq batch fix has no Fixes: line" || return
-	grep -q '^Cc: stable@vger.kernel.org' "$dir"/6-irq-batching/0001-*.patch ||
-		fail "the blk-mq batch fix has no Cc: stable" || return
+	! grep -q '^Cc: stable@vger.kernel.org' "$dir"/6-irq-batching/0001-*.patch &&
+		grep -q '^Not marked for stable' "$dir"/6-irq-batching/0001-*.patch ||
+		fail "the blk-mq batch fix is for stable, or does not say why it is not" || return
+	grep -q '^Fixes: 4e0400525691 ' "$dir"/3-virtio-blk/0001-*.patch &&
+		grep -q '^Fixes: 4e0400525691 ' "$dir"/3-virtio-blk/0003-*.patch &&
+		! grep -q '^Fixes:' "$dir"/3-virtio-blk/0002-*.patch ||
+		fail "virtio-blk's fixes: wrong Fixes: tags" || return
 	grep -q '^| ' "$dir/6-irq-batching/0000-cover-letter.patch" ||
 		fail "the batching cover letter quotes no results table" || return
 	cover_poll_fix "$dir/7-block-poll" || return
