@@ -16,9 +16,10 @@
 SUITE_VM=(--cpus 2 --mem 384M --disk "file:queues=2,size=1G" --disk "file:queues=2,size=1G")
 SUITE_NEEDS=(kernel tools)
 
-TESTS=(reclaim_swap_flip reclaim_writeback_flip)
+TESTS=(reclaim_swap_flip reclaim_writeback_flip reclaim_sysfs_flip)
 timeout_reclaim_swap_flip=400
 timeout_reclaim_writeback_flip=500
+timeout_reclaim_sysfs_flip=500
 
 # rc_hog MIB: keep MIB of anonymous memory busy, rewriting one byte per page
 # over and over, so that the working set stays larger than RAM and pages go
@@ -156,6 +157,77 @@ reclaim_writeback_flip() {
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	# The last sum written for each name is its content.
+	awk '{ s[$1] = $2 } END { for (n in s) print n, s[n] }' /tmp/rc.sums | while read -r x sum; do
+		[[ $(sha256sum <"$mnt/$x") == "$sum  -" ]] || echo "$x"
+	done >/tmp/rc.bad
+	umount $mnt
+	[[ ! -s /tmp/rc.bad ]] || fail "files do not verify: $(tr '\n' ' ' </tmp/rc.bad)"
+}
+
+# rc_sysfs_churn DISK STOP: until STOP exists, in turn: switch DISK's I/O
+# scheduler (elv_iosched_store() holds the tag set's update_nr_hwq_lock
+# for reading while it allocates the new scheduler's data), read every
+# hardware context's sysfs attributes (the entries a poll-queue change
+# removes and adds again), and create and remove a null_blk disk through
+# configfs (a gendisk's sysfs tree, queue and scheduler of its own).
+# Prints how many rounds it did.
+rc_sysfs_churn() {
+	local d=$1 stop=$2 n=0 nb=/sys/kernel/config/nullb/rcchurn f
+	mountpoint -q /sys/kernel/config || mount -t configfs configfs /sys/kernel/config
+	until [[ -e $stop ]]; do
+		echo none >"/sys/block/$d/queue/scheduler" 2>/dev/null
+		echo mq-deadline >"/sys/block/$d/queue/scheduler" 2>/dev/null
+		for f in /sys/block/"$d"/mq/*/*; do
+			[[ -f $f ]] && cat "$f" >/dev/null 2>&1
+		done
+		if mkdir "$nb" 2>/dev/null; then
+			echo 64 >"$nb/size" && echo 1 >"$nb/power"
+			echo 0 >"$nb/power"
+			rmdir "$nb"
+		fi
+		n=$((n + 1))
+	done
+	echo "$n"
+}
+
+desc_reclaim_sysfs_flip="poll-queue changes of the disk that takes every dirty page (mq-deadline), under memory pressure (a hog pins 128 MiB of 384 MiB, a writer dirties 64 MiB files), while another task switches that disk's scheduler (which holds update_nr_hwq_lock while it allocates), reads its hardware contexts' sysfs files (which a change removes and adds again) and creates and removes null_blk disks: 40 changes, each within 60 s; the churn keeps going meanwhile; every file verifies after a cold read"
+reclaim_sysfs_flip() {
+	local d a i hpid wpid cpid rounds mnt=/tmp/rc-sf
+	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
+	a=/sys/block/$d/num_poll_queues
+	echo mq-deadline >"/sys/block/$d/queue/scheduler" || fail "cannot select mq-deadline" || return
+	ext4_on "/dev/$d" $mnt || return
+	echo 60 >/proc/sys/vm/dirty_ratio
+	echo 30 >/proc/sys/vm/dirty_background_ratio
+	rm -f /tmp/rc.sums /tmp/rc.stop /tmp/rc.churnstop
+	rc_hog 128 &
+	hpid=$!
+	rc_writer $mnt /tmp/rc.stop &
+	wpid=$!
+	rc_sysfs_churn "$d" /tmp/rc.churnstop >/tmp/rc.churn &
+	cpid=$!
+	sleep 5
+	for ((i = 1; i <= 40; i++)); do
+		rc_change "$a" $((i % 2)) "$i" || { touch /tmp/rc.churnstop; kill -9 $hpid $wpid; return 1; }
+		kill -0 $wpid 2>/dev/null || { touch /tmp/rc.churnstop; kill -9 $hpid; fail "the writer died"; return; }
+		kill -0 $cpid 2>/dev/null || { kill -9 $hpid $wpid; fail "the sysfs churn died"; return; }
+	done
+	touch /tmp/rc.stop /tmp/rc.churnstop
+	wait $wpid || { kill -9 $hpid; fail "the writer failed"; return; }
+	if ! wait $cpid; then
+		kill -9 $hpid
+		fail "the sysfs churn failed"
+		return
+	fi
+	kill -9 $hpid
+	wait $hpid 2>/dev/null
+	echo 20 >/proc/sys/vm/dirty_ratio
+	echo 10 >/proc/sys/vm/dirty_background_ratio
+	rounds=$(cat /tmp/rc.churn)
+	note "40 changes; $rounds rounds of scheduler switches, hctx sysfs reads and null_blk disks meanwhile; $(wc -l </tmp/rc.sums) files written"
+	((rounds >= 40)) || fail "only $rounds rounds of sysfs churn during 40 changes" || return
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
 	awk '{ s[$1] = $2 } END { for (n in s) print n, s[n] }' /tmp/rc.sums | while read -r x sum; do
 		[[ $(sha256sum <"$mnt/$x") == "$sum  -" ]] || echo "$x"
 	done >/tmp/rc.bad

@@ -776,7 +776,10 @@ int main(int argc, char **argv)
 			if (!reaped)
 				continue;
 		} else {
-			ret = io_uring_wait_cqe(&ring, &cqe);
+			/* A stop and continue (SIGSTOP, SIGCONT) ends the wait early. */
+			do
+				ret = io_uring_wait_cqe(&ring, &cqe);
+			while (ret == -EINTR);
 			if (ret)
 				die("io_uring_wait_cqe", -ret);
 		}
