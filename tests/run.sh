@@ -53,6 +53,7 @@ mainline) OTHER=6.12 ;;
 *) OTHER=mainline ;;
 esac
 OTHER_BASE_DEFAULT=(build:roundtrip series workflow:cover_letters workflow:cover_apply build:tools pt vhost
+	sleep repoll:repoll_stopped_poller_reset repoll:repoll_stopped_poller_unbind repoll:repoll_store_module_ref
 	repoll:repoll_pci_reset repoll:repoll_pci_reset_polled repoll:repoll_pci_reset_race)
 [[ -z ${VSTOR_OTHER_BASE_DEFAULT+set} ]] || read -ra OTHER_BASE_DEFAULT <<<"$VSTOR_OTHER_BASE_DEFAULT"
 # Tests of those suites the other base leaves out by default, for time:

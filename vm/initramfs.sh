@@ -19,7 +19,10 @@
 #     a second-level guest, against a few for this one's 5;
 #   - the guest kernel's modules (build/obj-FLAVOR/modroot, at that path);
 #   - vm/guest-init.sh (the init) and the scripts the second-level guests run,
-#     at their paths in this checkout.
+#     at their paths in this checkout; and tests/guest/inner-suspend.sh, run
+#     by a first-level guest booted from this archive (tests/host/sleep.sh):
+#     a guest that suspends to RAM copies its root into memory first, since
+#     9p does not survive the suspend.
 #
 #   vm/initramfs.sh [--flavor guest|debug] [--out FILE]
 #   vm/initramfs.sh --check FILE
@@ -89,9 +92,9 @@ FIO=$BUILD/fio/fio
 KMOD_LINKS=(modprobe insmod rmmod lsmod modinfo depmod)
 # Python modules the guest scripts import (tests/guest/lib.sh).
 PY_IMPORTS="json, errno, os, sys"
-# Scripts of this checkout run in a second-level guest.
-SCRIPTS=(vm/guest-init.sh tests/guest/inner-blk.sh tests/guest/inner-zoned.sh tests/guest/claims.sh tests/guest/lib.sh
-	tests/common.sh bench/guest/bridge-inner.sh bench/guest/lib.sh)
+# Scripts of this checkout run in a guest booted from the archive.
+SCRIPTS=(vm/guest-init.sh tests/guest/inner-blk.sh tests/guest/inner-zoned.sh tests/guest/inner-suspend.sh
+	tests/guest/claims.sh tests/guest/lib.sh tests/common.sh bench/guest/bridge-inner.sh bench/guest/lib.sh)
 BUSYBOX=/usr/bin/busybox
 
 if [[ ! -x $BUSYBOX ]] || ldd "$BUSYBOX" >/dev/null 2>&1; then

@@ -13,6 +13,12 @@ while it is stopped:
       wait up to T seconds for the VM to stop by itself (an I/O error with
       werror=stop or enospc), then A seconds more, then continue it;
       returns {"status": the status it stopped in, "waited": seconds}.
+  {"execute": "vstor-wake-on-suspend", "arguments": {"timeout": T, "after": A}}
+      wait up to T seconds for the guest to suspend itself to RAM (ACPI S3:
+      query-status "suspended"), then A seconds more, then wake it
+      (system_wakeup); returns {"waited": seconds}. The guest cannot wait
+      for this reply: its devices, the run directory's 9p among them, are
+      reset by the suspend.
 """
 import json
 import socket
@@ -64,6 +70,21 @@ def main():
                 msg = send({"execute": "cont"})
                 if "return" in msg:
                     msg = {"return": {"status": st["return"].get("status"), "waited": waited}}
+                break
+            time.sleep(0.05)
+    elif what == "vstor-wake-on-suspend":
+        t0 = time.monotonic()
+        timeout = float(args.get("timeout", 60))
+        deadline = t0 + timeout
+        msg = {"error": {"class": "vstor", "desc": f"the VM did not suspend within {timeout:g} s"}}
+        while time.monotonic() < deadline:
+            st = send({"execute": "query-status"})
+            if "return" in st and st["return"].get("status") == "suspended":
+                waited = round(time.monotonic() - t0, 1)
+                time.sleep(float(args.get("after", 1)))
+                msg = send({"execute": "system_wakeup"})
+                if "return" in msg:
+                    msg = {"return": {"waited": waited}}
                 break
             time.sleep(0.05)
     else:

@@ -27,7 +27,7 @@ self=$top/tests/guest/inner-suspend.sh
 run=/run/vstor
 mem=/tmp/memroot
 # The wakeup request: the host waits this long for the guest to suspend.
-WAKE_TIMEOUT=120
+WAKE_TIMEOUT=60
 # 32 polled passthrough commands, all reading one 4 KiB block (QEMU merges
 # adjacent requests before it throttles them), as tests/guest/repoll.sh's
 # rp_stopped_reader.

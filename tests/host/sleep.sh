@@ -64,8 +64,9 @@ sl_run() {
 		cp "$ko" "$dir/" || fail "cannot copy $ko" || return
 		args=("$(basename "$ko")")
 	fi
+	# no_console_suspend: what the kernel says while a suspend hangs shows.
 	"$TOP/vm/vm.sh" --flavor "$flavor" --keep "$dir" --initramfs "$archive" --timeout $SL_VM_TIMEOUT \
-		--cpus 2 --disk "file:size=256M,queues=2" --append "virtio_blk.num_poll_queues=1" \
+		--cpus 2 --disk "file:size=256M,queues=2" --append "virtio_blk.num_poll_queues=1 no_console_suspend" \
 		--qemu -global --qemu PIIX4_PM.disable_s3=0 \
 		-- "$TOP/tests/guest/inner-suspend.sh" "${args[@]}" >"$dir/vm.out" 2>&1 &
 	# The guest resets itself when it is done (sysrq), so vm.sh finds no
