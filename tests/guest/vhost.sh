@@ -443,7 +443,7 @@ vb_fan_allowed() {
 }
 
 # vb_fan_denied WHAT TYPE: after vb_fan with FAN_DENY, every one of the 64
-# requests (virtio-blk TYPE, IN or OUT) failed with IOERR, and was asked.
+# requests (TYPE: read or write) failed with IOERR, and was asked.
 vb_fan_denied() {
 	if ((VBT_RC != 1)) ||
 		! grep -q "^vhost-blk bench: 64 errors, first: vring 0: $2 of sector [0-9]*: status IOERR" $VB_FAN_OUT; then
@@ -461,7 +461,7 @@ vb_fanotify() {
 	vb_fan randread || return
 	vb_fan_allowed reads || rc=1
 	vb_fan randread --deny || return
-	vb_fan_denied reads IN || rc=1
+	vb_fan_denied reads read || rc=1
 	vb_fan randwrite --pre-content || ret=$?
 	if ((ret == 4)); then
 		note "NOTE: no pre-content events here ($(cat $VB_FAN_WATCH)): writes not checked"
@@ -474,7 +474,7 @@ vb_fanotify() {
 	((${bytes:-0} >= 64 * 4096)) ||
 		fail "writes (pre-content): the events' ranges cover ${bytes:-0} bytes, less than the 64 writes' 262144" || rc=1
 	vb_fan randwrite --pre-content --deny || return
-	vb_fan_denied "writes (pre-content)" OUT || rc=1
+	vb_fan_denied "writes (pre-content)" write || rc=1
 	cmp -s -n $((24 << 20)) $VB_FAN_IMG /dev/zero || fail "writes (pre-content), denied: the image was written" || rc=1
 	rm -f $VB_FAN_IMG
 	return $rc
@@ -498,7 +498,7 @@ cur = os.open(os.path.join(cg, "memory.current"), os.O_RDONLY)
 def current():
     return int(os.pread(cur, 64, 0))
 fds = []
-current()
+current()  # once before: what the first read allocates is not counted
 m = [current()]
 for _ in range(n):
     fds.append(os.open("/dev/vhost-blk", os.O_RDWR))
@@ -560,15 +560,16 @@ vb_stall_disk() {
 vb_refcnt() { awk '$1 == "vhost_blk" { print $3 }' /proc/modules; }
 vb_now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
 
-# vb_gone PID SECS: whether PID ends (and the shell reaps it) within SECS.
-vb_gone() {
-	local i
-	for ((i = 0; i < $2 * 10; i++)); do
-		kill -0 "$1" 2>/dev/null || return 0
+# vb_gone_by PID MS: whether PID ends (and the shell reaps it) by the time
+# vb_now_ms reaches MS; vb_gone PID SECS: within SECS from now. By the
+# clock: the guest may run slowly enough that counting sleeps is not.
+vb_gone_by() {
+	while kill -0 "$1" 2>/dev/null; do
+		(($(vb_now_ms) < $2)) || return 1
 		sleep 0.1
 	done
-	! kill -0 "$1" 2>/dev/null
 }
+vb_gone() { vb_gone_by "$1" $(($(vb_now_ms) + $2 * 1000)); }
 
 # vb_stall_start OP: vhost_blk_test --mode stall --stall-op OP on
 # /dev/vbstall in the background, its output in /tmp/vb-stall-OP.out; sets
@@ -597,10 +598,12 @@ vb_stall() {
 	t0=$SECONDS
 	vb_stall_disk || return
 	note "/dev/vbstall ready in $((SECONDS - t0)) s"
-	# Killed, or exiting, while the read is in flight: all at once.
+	# Killed, or exiting, while the read is in flight: all at once (no
+	# jobs of this shell: it would report the kills).
 	for op in detach reset-owner close exit; do
 		vb_stall_start $op
 		pid[$op]=$STALL_PID
+		disown "$STALL_PID"
 	done
 	for op in detach reset-owner close exit; do
 		vb_stall_wait $op "${pid[$op]}" || rc=1
@@ -614,11 +617,13 @@ vb_stall() {
 	if kill -0 "${pid[exit]}" 2>/dev/null; then
 		fail "exit: still there 2 s after exit() with the read in flight"
 		rc=1
+	else
+		note "exit: gone within 2 s of exit(), not killed"
 	fi
 	t0=$(vb_now_ms)
 	kill -9 "${pid[@]}" 2>/dev/null
 	for op in detach reset-owner close; do
-		if vb_gone "${pid[$op]}" 5; then
+		if vb_gone_by "${pid[$op]}" $((t0 + 5000)); then
 			note "$op: gone $(($(vb_now_ms) - t0)) ms after SIGKILL"
 		else
 			fail "$op: still there 5 s after SIGKILL"
