@@ -56,16 +56,32 @@ what=${1:-all}
 (($#)) && shift
 rc=0
 
+# checkpatch_exceptions PATCH: the checkpatch types kernel/checkpatch-exceptions
+# waives for the patch with PATCH's subject, comma-separated. Each line of
+# that file is "TYPE<TAB>SUBJECT<TAB>WHY"; a waiver without a reason is
+# refused.
+checkpatch_exceptions() {
+	local subj
+	subj=$(awk '/^Subject: / { s = $0; sub(/^Subject: (\[[^]]*\] )?/, "", s); on = 1; next }
+		on && /^[ \t]/ { sub(/^[ \t]+/, " "); s = s $0; next }
+		on { print s; exit }' "$PATCHES/$1")
+	awk -F'\t' -v s="$subj" '!/^#/ && NF && $2 == s {
+		if ($3 == "") { print "no reason given for waiving " $1 > "/dev/stderr"; exit 1 }
+		t = t (t ? "," : "") $1 } END { print t }' "$TOP/kernel/checkpatch-exceptions"
+}
+
 checkpatch() { # checkpatch PATCH
-	local out
+	local out waived
 	[[ -f $PATCHES/$1 ]] || { echo "checkpatch: $1: FAILED (no such patch)"; return 1; }
+	waived=$(checkpatch_exceptions "$1") || { echo "checkpatch: $1: FAILED (kernel/checkpatch-exceptions)"; return 1; }
 	# UNKNOWN_COMMIT_ID: the base is Debian's source package, not a clone
 	# with upstream history, so the upstream commits that Fixes: tags and
-	# messages name cannot be looked up here.
+	# messages name cannot be looked up here. Other types only where
+	# kernel/checkpatch-exceptions says why.
 	if out=$(cd "$KSRC" && ./scripts/checkpatch.pl --strict -q --no-summary \
-		--ignore UNKNOWN_COMMIT_ID "$PATCHES/$1" 2>&1) &&
+		--ignore "UNKNOWN_COMMIT_ID${waived:+,$waived}" "$PATCHES/$1" 2>&1) &&
 		[[ -z $out ]]; then
-		echo "checkpatch: $1: clean"
+		echo "checkpatch: $1: clean${waived:+ (waived: $waived, see kernel/checkpatch-exceptions)}"
 	else
 		printf '%s\n' "$out" | sed 's/^/  /'
 		echo "checkpatch: $1: FAILED"
