@@ -72,7 +72,7 @@ OTHER_BASE_DEFAULT=(build:roundtrip series workflow:cover_letters workflow:cover
 # commands, hot-unplug, and the vhost core's worker ownership (vb_cgroup).
 OTHER_BASE_SKIP=(vhost:vb_null vhost:vb_vd vhost:vb_tmpfs vhost:vb_xfs
 	vhost:vb_ro vhost:vb_fair vhost:vb_bp_fair vhost:vb_bp_fair_load
-	vhost:vb_brd vhost:vb_perms
+	vhost:vb_brd vhost:vb_perms vhost:vb_stall
 	pt:pt_info pt:pt_get_id pt:pt_cross_check pt:pt_ranges pt:pt_perms
 	pt:pt_readonly pt:pt_fio_cross pt:pt_fio_trim_flush pt:pt_compat32)
 [[ -z ${VSTOR_OTHER_BASE_SKIP+set} ]] || read -ra OTHER_BASE_SKIP <<<"$VSTOR_OTHER_BASE_SKIP"
