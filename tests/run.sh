@@ -61,8 +61,9 @@ OTHER_BASE_DEFAULT=(build:roundtrip series workflow:cover_letters workflow:cover
 # a virtio disk, files on tmpfs and XFS, brd), not the kernel code the
 # bases differ in; a block device (null_blk in vb_bp, brd in vb_hostile)
 # and a file (vb_ext4) are served on both. Nor do vhost-blk's read-only
-# mode, its workers' fairness and its device node's mode (vb_ro, vb_fair,
-# vb_bp_fair, vb_bp_fair_load, vb_perms), or passthrough's own uAPI
+# mode, its workers' fairness, its device node's mode and its drain on a
+# backend that stops answering (vb_ro, vb_fair, vb_bp_fair,
+# vb_bp_fair_load, vb_perms, vb_stall), or passthrough's own uAPI
 # semantics (GET_INFO, ids, the range and permission checks, read-only
 # disks, fio's cross-checks, trim and flush, 32-bit callers): code of the
 # series alone, the same on both bases. What stays on both is what meets

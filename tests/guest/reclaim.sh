@@ -165,7 +165,7 @@ reclaim_writeback_flip() {
 }
 
 # rc_sysfs_churn DISK STOP: until STOP exists, in turn: switch DISK's I/O
-# scheduler (elv_iosched_store() holds the tag set's update_nr_hwq_lock
+# scheduler (on 7.3 elv_iosched_store() holds the tag set's update_nr_hwq_lock
 # for reading while it allocates the new scheduler's data), read every
 # hardware context's sysfs attributes (the entries a poll-queue change
 # removes and adds again), and create and remove a null_blk disk through
@@ -190,7 +190,7 @@ rc_sysfs_churn() {
 	echo "$n"
 }
 
-desc_reclaim_sysfs_flip="poll-queue changes of the disk that takes every dirty page (mq-deadline), under memory pressure (a hog pins 128 MiB of 384 MiB, a writer dirties 64 MiB files), while another task switches that disk's scheduler (which holds update_nr_hwq_lock while it allocates), reads its hardware contexts' sysfs files (which a change removes and adds again) and creates and removes null_blk disks: 24 changes, each within 60 s; at least 8 rounds of that churn meanwhile; every file verifies after a cold read"
+desc_reclaim_sysfs_flip="poll-queue changes of the disk that takes every dirty page (mq-deadline), under memory pressure (a hog pins 128 MiB of 384 MiB, a writer dirties 64 MiB files), while another task switches that disk's scheduler (which on 7.3 holds update_nr_hwq_lock while it allocates), reads its hardware contexts' sysfs files (which a change removes and adds again) and creates and removes null_blk disks: 24 changes, each within 60 s; at least 8 rounds of that churn meanwhile; every file verifies after a cold read"
 reclaim_sysfs_flip() {
 	local d a i hpid wpid cpid rounds mnt=/tmp/rc-sf
 	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
