@@ -54,22 +54,22 @@ cover_letters() {
 		cover_mainline "$dir" && cover_identity "$dir"
 		return
 	fi
-	grep -q '^| ' "$dir/3-virtio-blk/0000-cover-letter.patch" ||
+	grep -q '^| ' "$dir/4-virtio-blk/0000-cover-letter.patch" ||
 		fail "the virtio-blk cover letter quotes no results table" || return
 	grep -q '^Fixes: 5eff57fa9f3a ' "$dir"/1-io_uring/0001-*.patch ||
 		fail "the io_uring fix has no Fixes: line" || return
 	grep -q '^Cc: stable@vger.kernel.org' "$dir"/1-io_uring/0001-*.patch ||
 		fail "the io_uring fix has no Cc: stable" || return
-	grep -q '^Fixes: 9ce6c9875f3e ' "$dir"/5-io_uring-iopoll/0001-*.patch ||
+	grep -q '^Fixes: 9ce6c9875f3e ' "$dir"/2-io_uring-iopoll/0001-*.patch ||
 		fail "the later io_uring fix has no Fixes: line" || return
 	grep -q '^Fixes: f794f3351f26 ' "$dir"/6-irq-batching/0001-*.patch ||
 		fail "the blk-mq batch fix has no Fixes: line" || return
 	! grep -q '^Cc: stable@vger.kernel.org' "$dir"/6-irq-batching/0001-*.patch &&
 		grep -q '^Not marked for stable' "$dir"/6-irq-batching/0001-*.patch ||
 		fail "the blk-mq batch fix is for stable, or does not say why it is not" || return
-	grep -q '^Fixes: 4e0400525691 ' "$dir"/3-virtio-blk/0001-*.patch &&
-		grep -q '^Fixes: 4e0400525691 ' "$dir"/3-virtio-blk/0003-*.patch &&
-		! grep -q '^Fixes:' "$dir"/3-virtio-blk/0002-*.patch ||
+	grep -q '^Fixes: 4e0400525691 ' "$dir"/4-virtio-blk/0001-*.patch &&
+		grep -q '^Fixes: 4e0400525691 ' "$dir"/4-virtio-blk/0003-*.patch &&
+		! grep -q '^Fixes:' "$dir"/4-virtio-blk/0002-*.patch ||
 		fail "virtio-blk's fixes: wrong Fixes: tags" || return
 	grep -q '^| ' "$dir/6-irq-batching/0000-cover-letter.patch" ||
 		fail "the batching cover letter quotes no results table" || return
