@@ -1,6 +1,6 @@
 # Entry points; the work is done by scripts/, tests/, bench/ and vm/.
 # `make help` lists them. Everything builds into build/ (ignored by git).
-.PHONY: help setup prepare refresh kernel debug-kernel tools plugin fio check cover demo test test-debug bench clean
+.PHONY: help setup prepare refresh kernel debug-kernel tools plugin fio check robot cover demo test test-debug bench clean
 
 help:
 	@echo "make demo          the main job: build, boot the patched guest, show each feature at work (~5 min warm)"
@@ -18,8 +18,12 @@ help:
 	@echo "make plugin        insncount, the QEMU plugin that counts guest instructions, for the installed QEMU (build/tools)"
 	@echo "make fio           fio 3.33 with virtio-blk passthrough (cmd_type=vblk) into build/fio/fio"
 	@echo "make check         checkpatch --strict on every patch, a build and sparse at every patch"
+	@echo "make robot         what the build robots would say: the series' directories built W=1 at each group's end in"
+	@echo "                   13 configurations (x86_64 y/m/no COMPAT, i386, arm64, clang, allmodconfig, each option off);"
+	@echo "                   R=\"i386 clang\" G=\"virtio-blk\" pick some (scripts/robot.sh --list); not in make test: run it"
+	@echo "                   before posting (about 2 h per base cold, 20 min warm); report in build/logs/robot/KBASE"
 	@echo "make cover         the series as postable groups (one per kernel/cover/KBASE template) with cover letters, in build/cover"
-	@echo "make clean         remove build outputs (keeps build/linux, build/results and fio)"
+	@echo "make clean         remove build outputs (keeps build/linux, build/results and fio; removes build/robot)"
 	@echo "tests/run.sh --list shows every test; Documentation/writing-tests.md explains them"
 
 setup:
@@ -59,6 +63,13 @@ fio: setup
 check: kernel
 	scripts/check-series.sh all
 
+# make robot KBASE=mainline R="i386 clang" G="virtio-blk": scripts/robot.sh
+# (every configuration and group when empty). Not part of make test.
+R ?=
+G ?=
+robot: prepare
+	scripts/robot.sh $(if $(strip $(R)),--config "$(R)") $(if $(strip $(G)),--group "$(G)")
+
 cover: prepare
 	scripts/cover-letters.sh
 
@@ -84,4 +95,4 @@ bench: kernel tools $(if $(or $(filter pt ptcpu bridge,$(B)),$(if $(strip $(B)),
 	bench/run.sh $(ARGS) $(B)
 
 clean:
-	rm -rf build/obj-* build/tools build/vm build/logs
+	rm -rf build/obj-* build/tools build/vm build/logs build/robot

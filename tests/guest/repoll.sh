@@ -727,16 +727,19 @@ repoll_stopped_poller_unbind() {
 	quick_verify "$d" 0 >/dev/null || fail "I/O after the rebind"
 }
 
-desc_repoll_store_module_ref="poll-queue changes waiting inside the num_poll_queues store (one draining a disk that stopped completing, QEMU at 1 IOPS with 32 reads queued, one waiting for it) cannot have virtio_blk unloaded under them: on mainline, whose store breaks its sysfs active protection, each holds a reference to the module (refcount 2 higher); on 6.12, whose store keeps it, removal waits for them (refcount unchanged); an unbind makes both give up with ENODEV, after which virtio_blk unloads and loads again and the disks work"
+desc_repoll_store_module_ref="poll-queue changes waiting inside the num_poll_queues store (one draining a disk that nearly stopped completing, QEMU at 4 IOPS with 32 reads in flight, one waiting for it) cannot have virtio_blk unloaded under them: on mainline, whose store breaks its sysfs active protection, each holds a reference to the module (refcount 2 higher); on 6.12, whose store keeps it, removal waits for them (refcount unchanged); an unbind makes both give up with ENODEV, after which virtio_blk unloads and loads again and the disks work"
 repoll_store_module_ref() {
 	local d v a fpid w1 w2 r0 r1 e1 e2 want
 	d=$(disk_by_serial vstor1) || fail "no vstor1" || return
 	v=$(virtio_dev "$d")
 	a=$(rp_attr "$d")
 	rp_set "$d" 0 2 || return
-	rp_throttle 1 || return
+	# 4 IOPS, not 1: the 32 reads in flight when the first change freezes
+	# the queue keep it draining for about 8 s, past the refcount's reading
+	# 2 s later, and the unbind waits for the rest, not for half a minute.
+	rp_throttle 4 || return
 	fio --name=st --filename="/dev/$d" --ioengine=libaio --direct=1 --rw=randread \
-		--bs=4k --iodepth=32 --number_ios=32 --size=64M >/tmp/sm.out 2>&1 &
+		--bs=4k --iodepth=32 --number_ios=64 --size=64M >/tmp/sm.out 2>&1 &
 	fpid=$!
 	sleep 2
 	r0=$(cat /sys/module/virtio_blk/refcnt)
