@@ -57,6 +57,11 @@ for i in "${!names[@]}"; do
 	fi
 done
 
+# The tests this boot runs, for a test that prepares for a later one.
+VSTOR_GUEST_RUN=""
+for i in "${run[@]}"; do VSTOR_GUEST_RUN+=" ${names[$i]}"; done
+export VSTOR_GUEST_RUN
+
 logdir=/run/vstor/tests
 mkdir -p "$logdir" 2>/dev/null || logdir=/tmp/vstor-tests
 mkdir -p "$logdir"

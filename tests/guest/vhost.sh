@@ -275,6 +275,7 @@ vb_dio() {
 
 desc_vb_xfs="files on XFS: with 4 KiB sectors on a 512-byte device a file takes 512-byte direct I/O and vhost-blk serves it at 512; a realtime file on a 4 KiB device needs 4 KiB, and served at the block its STATX_DIOALIGN gives, everything works and smaller requests get IOERR"
 vb_xfs() {
+	vb_stall_prepare
 	vhost_blk_load || return
 	vb_xfs_mount || return
 	# Written, not just allocated: a direct read of unwritten extents
@@ -542,17 +543,31 @@ vb_open_cost() {
 # irqmode 2 is a timer per request, completion_nsec its time): a backend
 # that stops answering for a while. Its own 5 s request timeout only logs
 # ("rq ... timed out"); the timer still ends the request, with an error.
-# Powering it on waits for the partition scan's reads of it. Made once per
-# boot; vb_stall removes it when all went well.
+# Powering it on waits for the partition scan's reads of it (two, 40 s),
+# holding null_blk's configfs mutex: vb_stall_prepare starts that early,
+# in the background, when vb_stall is to run (at vb_xfs, after vb_wcache's
+# configfs null_blk is made). Made once per boot; vb_stall removes it when
+# all went well.
 VB_STALL=/sys/kernel/config/nullb/vbstall
 VB_STALL_S=20
-vb_stall_disk() {
+vb_stall_make() {
 	mountpoint -q /sys/kernel/config || mount -t configfs configfs /sys/kernel/config || return
+	mkdir $VB_STALL && echo 64 >$VB_STALL/size && echo 2 >$VB_STALL/irqmode &&
+		echo $((VB_STALL_S * 1000000000)) >$VB_STALL/completion_nsec
+}
+vb_stall_prepare() {
+	[[ " ${VSTOR_GUEST_RUN:-} " == *" vb_stall "* && ! -d $VB_STALL ]] || return 0
+	vb_stall_make || return 0
+	# In a session of its own: the end of this test kills nothing of it.
+	setsid sh -c "echo 1 >$VB_STALL/power" </dev/null >/dev/null 2>&1 &
+}
+vb_stall_disk() {
 	if [[ ! -d $VB_STALL ]]; then
-		mkdir $VB_STALL || fail "cannot create a null_blk through configfs" || return
-		echo 64 >$VB_STALL/size && echo 2 >$VB_STALL/irqmode &&
-			echo $((VB_STALL_S * 1000000000)) >$VB_STALL/completion_nsec &&
-			echo 1 >$VB_STALL/power || fail "cannot configure the null_blk" || return
+		vb_stall_make || fail "cannot create a null_blk through configfs" || return
+	fi
+	# Reading power waits for a power-on in progress (the mutex).
+	if [[ $(cat $VB_STALL/power) != 1 ]]; then
+		echo 1 >$VB_STALL/power || fail "cannot power the null_blk on" || return
 	fi
 	[[ -b /dev/vbstall ]] || fail "no /dev/vbstall"
 }
