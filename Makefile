@@ -21,7 +21,7 @@ help:
 	@echo "make robot         what the build robots would say: the series' directories built W=1 at each group's end in"
 	@echo "                   13 configurations (x86_64 y/m/no COMPAT, i386, arm64, clang, allmodconfig, each option off);"
 	@echo "                   R=\"i386 clang\" G=\"virtio-blk\" pick some (scripts/robot.sh --list); not in make test: run it"
-	@echo "                   before posting (about 2 h per base cold, 20 min warm); report in build/logs/robot/KBASE"
+	@echo "                   before posting (about an hour per base, cold, on 2 cores); report in build/logs/robot/KBASE"
 	@echo "make cover         the series as postable groups (one per kernel/cover/KBASE template) with cover letters, in build/cover"
 	@echo "make clean         remove build outputs (keeps build/linux, build/results and fio; removes build/robot)"
 	@echo "tests/run.sh --list shows every test; Documentation/writing-tests.md explains them"

@@ -9,8 +9,8 @@
 #
 # --list names the configurations and the groups. A GROUP is a template of
 # kernel/cover/KBASE by file name (2-virtio-blk), by name (virtio-blk) or
-# by number (2). Not part of make test: a full run takes about two hours
-# per base, cold (Documentation/workflow.md, "Build robots").
+# by number (2). Not part of make test: a full run took about an hour
+# per base, cold, on two cores (Documentation/workflow.md, "Build robots").
 #
 # Each configuration (robot_config below) is a named set: ARCH, the
 # toolchain (the host's gcc, Debian's aarch64 cross gcc, Debian's clang
