@@ -39,6 +39,19 @@ disk_by_serial() {
 	return 1
 }
 
+# cpu_list_expand LIST: "0, 2, 3" or "0-1,3" -> "0 2 3".
+cpu_list_expand() {
+	local part out=()
+	for part in ${1//,/ }; do
+		if [[ $part == *-* ]]; then
+			mapfile -t -O "${#out[@]}" out < <(seq "${part%-*}" "${part#*-}")
+		else
+			out+=("$part")
+		fi
+	done
+	echo "${out[*]}"
+}
+
 # virtioN device behind a disk.
 virtio_dev() { basename "$(readlink -f "/sys/block/$1/device")"; }
 

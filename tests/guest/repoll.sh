@@ -39,7 +39,22 @@ repoll_initial() {
 	expect_eq "io_poll" "$(cat "/sys/block/$d0/queue/io_poll")" 0
 }
 
-desc_repoll_set="set 1, 2, 3, 0, 2: hctx types, io_poll and the kernel log follow; the other disk does not change"
+# rp_map_follows_irqs DISK NDEFAULT: each default hctx of DISK serves the
+# CPUs of its virtqueue's MSI-X vector (blk-mq maps them from the vectors'
+# affinity, which virtio-pci looks up when it sets the virtqueues up).
+rp_map_follows_irqs() {
+	local v i irq aff cpus
+	v=$(virtio_dev "$1")
+	for ((i = 0; i < $2; i++)); do
+		irq=$(awk -v name="$v-req.$i" '$NF == name { sub(":", "", $1); print $1 }' /proc/interrupts)
+		[[ -n $irq ]] || { fail "no interrupt named $v-req.$i"; return 1; }
+		aff=$(cpu_list_expand "$(cat "/proc/irq/$irq/smp_affinity_list")")
+		cpus=$(cpu_list_expand "$(cat "/sys/block/$1/mq/$i/cpu_list")")
+		expect_eq "$1 hctx $i cpu_list vs IRQ $irq affinity" "$cpus" "$aff" || return 1
+	done
+}
+
+desc_repoll_set="set 1, 2, 3, 0, 2: hctx types, io_poll and the kernel log follow, and each default hctx serves the CPUs of its virtqueue's interrupt; the other disk does not change"
 repoll_set() {
 	local d d1 v n
 	d=$(rp_disk) || return
@@ -50,6 +65,7 @@ repoll_set() {
 		expect_eq "io_poll at $n" "$(cat "/sys/block/$d/queue/io_poll")" $((n > 0)) || return
 		dmesg | tail -n 5 | grep -q "virtio_blk $v: $((4 - n))/0/$n default/read/poll queues" ||
 			fail "no log line for $n poll queues" || return
+		rp_map_follows_irqs "$d" $((4 - n)) || return
 		expect_types "$d1" 2 0 || return
 	done
 }

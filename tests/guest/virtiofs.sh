@@ -38,19 +38,6 @@ vf_sysfs() {
 	return 1
 }
 
-# vf_cpus LIST: "0, 2, 3" or "0-1,3" -> "0 2 3".
-vf_cpus() {
-	local part out=()
-	for part in ${1//,/ }; do
-		if [[ $part == *-* ]]; then
-			mapfile -t -O "${#out[@]}" out < <(seq "${part%-*}" "${part#*-}")
-		else
-			out+=("$part")
-		fi
-	done
-	echo "${out[*]}"
-}
-
 # vf_sync TAG: wait for the daemon to write its counters twice, so they
 # cover every request that completed before the call.
 vf_sync() {
@@ -93,7 +80,7 @@ vf_queue_of() {
 	sys=$(vf_sysfs "$1") || return 1
 	for q in "$sys"/mqs/*; do
 		[[ $(cat "$q/name") == requests.* ]] || continue
-		[[ " $(vf_cpus "$(cat "$q/cpu_list")") " == *" $2 "* ]] && { basename "$q"; return 0; }
+		[[ " $(cpu_list_expand "$(cat "$q/cpu_list")") " == *" $2 "* ]] && { basename "$q"; return 0; }
 	done
 	return 1
 }
@@ -128,10 +115,10 @@ vf_cpu_list() {
 	for tag in "${VF_TAGS[@]}"; do
 		sys=$(vf_sysfs "$tag") || return 1
 		n=$(vf_queues "$tag")
-		expect_eq "$tag hiprio cpu_list" "$(vf_cpus "$(cat "$sys/mqs/0/cpu_list")")" "$all" || return 1
+		expect_eq "$tag hiprio cpu_list" "$(cpu_list_expand "$(cat "$sys/mqs/0/cpu_list")")" "$all" || return 1
 		seen="" lists="" min=999 max=0
 		for ((q = 1; q <= n; q++)); do
-			cpus=$(vf_cpus "$(cat "$sys/mqs/$q/cpu_list")")
+			cpus=$(cpu_list_expand "$(cat "$sys/mqs/$q/cpu_list")")
 			seen+=" $cpus"
 			lists+=" [$cpus]"
 			read -ra cpu_arr <<<"$cpus"
@@ -163,8 +150,8 @@ vf_irq_affinity() {
 				fail "$tag: no interrupt named $vdev-requests.$((q - 1))"
 				return 1
 			fi
-			aff=$(vf_cpus "$(cat "/proc/irq/$irq/smp_affinity_list")")
-			cpus=$(vf_cpus "$(cat "$sys/mqs/$q/cpu_list")")
+			aff=$(cpu_list_expand "$(cat "/proc/irq/$irq/smp_affinity_list")")
+			cpus=$(cpu_list_expand "$(cat "$sys/mqs/$q/cpu_list")")
 			expect_eq "$tag queue $q: cpu_list vs IRQ $irq affinity" "$cpus" "$aff" || return 1
 		done
 	done
