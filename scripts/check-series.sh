@@ -158,18 +158,7 @@ quick_objects() {
 	rel=$(realpath --relative-to="$obj" "$KSRC")
 	printf '%s\n' "${files[@]}" >"$obj/quick.files"
 	# shellcheck disable=SC2016 # awk's program
-	(cd "$obj" && find . -name '.*.o.cmd' -print0 | xargs -0 -r awk -v rel="$rel/" -v abs="$KSRC/" '
-		function norm(p,   n, i, k, out, parts, st) {
-			n = split(p, parts, "/"); k = 0
-			for (i = 1; i <= n; i++) {
-				if (parts[i] == "." || (parts[i] == "" && i > 1)) continue
-				if (parts[i] == ".." && k > 0 && st[k] != "..") { k--; continue }
-				st[++k] = parts[i]
-			}
-			out = st[1]
-			for (i = 2; i <= k; i++) out = out "/" st[i]
-			return out
-		}
+	(cd "$obj" && find . -name '.*.o.cmd' -print0 | xargs -0 -r awk -v rel="$rel/" -v abs="$KSRC/" "$AWK_PATH_NORM"'
 		function tree(p) {
 			if (index(p, rel) == 1) p = substr(p, length(rel) + 1)
 			else if (index(p, abs) == 1) p = substr(p, length(abs) + 1)

@@ -144,6 +144,26 @@ stale_int3() {
 		[[ ${BASH_REMATCH[1]} != cc ]]
 }
 
+# AWK_PATH_NORM: an awk function, norm(P), that normalizes a path the way
+# the compiler's diagnostics and Kbuild's .cmd files need comparing: "."
+# and empty components dropped, "D/.." folded (block/partitions/../blk.h
+# is block/blk.h). Put it in front of a program: awk "$AWK_PATH_NORM"'...'.
+# (mawk has no -e or @include, so it is text, not a file.)
+# shellcheck disable=SC2034 # used by robot.sh and check-series.sh
+AWK_PATH_NORM='
+	function norm(p,   n, i, k, parts, st, out) {
+		n = split(p, parts, "/"); k = 0
+		for (i = 1; i <= n; i++) {
+			if (parts[i] == "." || (parts[i] == "" && i > 1)) continue
+			if (parts[i] == ".." && k > 0 && st[k] != "..") { k--; continue }
+			st[++k] = parts[i]
+		}
+		out = st[1]
+		for (i = 2; i <= k; i++) out = out "/" st[i]
+		return out
+	}
+'
+
 # kbuild_lock: hold a machine-wide lock for the rest of the calling script,
 # so that two kernel builds (make kernel in one terminal and the per-patch
 # check in another, or two checkouts) never share this machine's cores;

@@ -377,18 +377,7 @@ kdoc_headers() {
 # An empty BASEKEYS (the base's own build) makes every warning "old".
 # KEYS gets the FILE<TAB>TEXT of every diagnostic (the base's BASEKEYS).
 classify() {
-	awk -v added="$1" -v basekeys="$2" -v touched="$3" -v keys="$4" '
-		function norm(p,   n, i, k, parts, st, out) {
-			n = split(p, parts, "/"); k = 0
-			for (i = 1; i <= n; i++) {
-				if (parts[i] == "." || (parts[i] == "" && i > 1)) continue
-				if (parts[i] == ".." && k > 0 && st[k] != "..") { k--; continue }
-				st[++k] = parts[i]
-			}
-			out = st[1]
-			for (i = 2; i <= k; i++) out = out "/" st[i]
-			return out
-		}
+	awk -v added="$1" -v basekeys="$2" -v touched="$3" -v keys="$4" "$AWK_PATH_NORM"'
 		# primary(S): S is a diagnostic; sets pfile, pline, pmsg, perr.
 		function primary(s,   hdr, rest, p) {
 			if (match(s, /^[^ :]+:[0-9]+:([0-9]+:)? (fatal )?([Ww]arning|[Ee]rror): /)) {

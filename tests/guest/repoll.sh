@@ -43,7 +43,7 @@ repoll_initial() {
 # CPUs of its virtqueue's MSI-X vector (blk-mq maps them from the vectors'
 # affinity, which virtio-pci looks up when it sets the virtqueues up).
 rp_map_follows_irqs() {
-	local v i irq aff cpus
+	local v i irq aff cpus lists=""
 	v=$(virtio_dev "$1")
 	for ((i = 0; i < $2; i++)); do
 		irq=$(awk -v name="$v-req.$i" '$NF == name { sub(":", "", $1); print $1 }' /proc/interrupts)
@@ -51,7 +51,9 @@ rp_map_follows_irqs() {
 		aff=$(cpu_list_expand "$(cat "/proc/irq/$irq/smp_affinity_list")")
 		cpus=$(cpu_list_expand "$(cat "/sys/block/$1/mq/$i/cpu_list")")
 		expect_eq "$1 hctx $i cpu_list vs IRQ $irq affinity" "$cpus" "$aff" || return 1
+		lists+=" [$cpus]"
 	done
+	note "$2 default hctxs, CPUs$lists"
 }
 
 desc_repoll_set="set 1, 2, 3, 0, 2: hctx types, io_poll and the kernel log follow, and each default hctx serves the CPUs of its virtqueue's interrupt; the other disk does not change"
