@@ -52,6 +52,22 @@ cpu_list_expand() {
 	echo "${out[*]}"
 }
 
+# expect_irq_cpus WHAT CPU_LIST_FILE IRQ_NAME: the queue whose sysfs
+# cpu_list is CPU_LIST_FILE (a blk-mq hctx, a virtio-fs queue) serves
+# exactly the CPUs of the interrupt named IRQ_NAME in /proc/interrupts.
+expect_irq_cpus() {
+	local irq
+	irq=$(awk -v name="$3" '$NF == name { sub(":", "", $1); print $1 }' /proc/interrupts)
+	if [[ -z $irq ]]; then
+		grep virtio /proc/interrupts | awk '{ print $1, $NF }'
+		fail "$1: no interrupt named $3"
+		return 1
+	fi
+	expect_eq "$1: cpu_list vs IRQ $irq affinity" \
+		"$(cpu_list_expand "$(cat "$2")")" \
+		"$(cpu_list_expand "$(cat "/proc/irq/$irq/smp_affinity_list")")"
+}
+
 # virtioN device behind a disk.
 virtio_dev() { basename "$(readlink -f "/sys/block/$1/device")"; }
 

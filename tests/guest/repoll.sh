@@ -43,15 +43,11 @@ repoll_initial() {
 # CPUs of its virtqueue's MSI-X vector (blk-mq maps them from the vectors'
 # affinity, which virtio-pci looks up when it sets the virtqueues up).
 rp_map_follows_irqs() {
-	local v i irq aff cpus lists=""
+	local v i lists=""
 	v=$(virtio_dev "$1")
 	for ((i = 0; i < $2; i++)); do
-		irq=$(awk -v name="$v-req.$i" '$NF == name { sub(":", "", $1); print $1 }' /proc/interrupts)
-		[[ -n $irq ]] || { fail "no interrupt named $v-req.$i"; return 1; }
-		aff=$(cpu_list_expand "$(cat "/proc/irq/$irq/smp_affinity_list")")
-		cpus=$(cpu_list_expand "$(cat "/sys/block/$1/mq/$i/cpu_list")")
-		expect_eq "$1 hctx $i cpu_list vs IRQ $irq affinity" "$cpus" "$aff" || return 1
-		lists+=" [$cpus]"
+		expect_irq_cpus "$1 hctx $i" "/sys/block/$1/mq/$i/cpu_list" "$v-req.$i" || return 1
+		lists+=" [$(cpu_list_expand "$(cat "/sys/block/$1/mq/$i/cpu_list")")]"
 	done
 	note "$2 default hctxs, CPUs$lists"
 }

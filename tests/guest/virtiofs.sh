@@ -136,7 +136,7 @@ vf_cpu_list() {
 # virtio-pci gives each request queue an MSI-X vector spread over the CPUs,
 # and virtio_fs maps CPUs to queues from those affinities.
 vf_irq_affinity() {
-	local tag sys q n vdev irq aff cpus
+	local tag sys q n vdev
 	for tag in "${VF_TAGS[@]}"; do
 		sys=$(vf_sysfs "$tag") || return 1
 		n=$(vf_queues "$tag")
@@ -144,15 +144,7 @@ vf_irq_affinity() {
 		vdev=virtio$(basename "$sys")
 		[[ -e /sys/bus/virtio/devices/$vdev ]] || { fail "$tag: no virtio device $vdev"; return 1; }
 		for ((q = 1; q <= n; q++)); do
-			irq=$(awk -v name="$vdev-requests.$((q - 1))" '$NF == name { sub(":", "", $1); print $1 }' /proc/interrupts)
-			if [[ -z $irq ]]; then
-				grep virtio /proc/interrupts | awk '{ print $1, $NF }'
-				fail "$tag: no interrupt named $vdev-requests.$((q - 1))"
-				return 1
-			fi
-			aff=$(cpu_list_expand "$(cat "/proc/irq/$irq/smp_affinity_list")")
-			cpus=$(cpu_list_expand "$(cat "$sys/mqs/$q/cpu_list")")
-			expect_eq "$tag queue $q: cpu_list vs IRQ $irq affinity" "$cpus" "$aff" || return 1
+			expect_irq_cpus "$tag queue $q" "$sys/mqs/$q/cpu_list" "$vdev-requests.$((q - 1))" || return 1
 		done
 	done
 }
